@@ -1,0 +1,82 @@
+# skewgate — build, test and run.
+#   make              optimised build in build/
+#   make SAN=1 ...    AddressSanitizer + UBSan build in build-san/
+#   make TSAN=1 ...   ThreadSanitizer build in build-tsan/
+#   make test         unit (Criterion) + integration tests
+#   make run          the local demo stack (see README)
+
+PKGS := libevent libevent_openssl libevent_pthreads openssl jansson yaml-0.1
+
+ifeq ($(SAN),1)
+BUILD ?= build-san
+OPT   := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+else ifeq ($(TSAN),1)
+BUILD ?= build-tsan
+OPT   := -O1 -g -fsanitize=thread
+else
+BUILD ?= build
+OPT   := -O2 -g
+endif
+
+CC      ?= cc
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+# Lazily expanded: pkg-config is only asked once the packages are installed.
+CFLAGS   = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -Iinclude $(shell pkg-config --cflags $(PKGS))
+LDLIBS   = $(shell pkg-config --libs $(PKGS)) -lpthread
+TESTLIBS = $(shell pkg-config --libs criterion)
+
+LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNIT_OBJ := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%.o)
+
+BIN      := $(BUILD)/skewgate
+LIB      := $(BUILD)/libskewgate.a
+UNIT_BIN := $(BUILD)/unit-tests
+
+.PHONY: all deps test unit integration run check-conf clean bench bench-smoke
+all: $(BIN)
+
+deps:
+	@./tools/deps.sh
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
+	$(CC) $(CFLAGS) -MMD -c -o $@ $<
+
+$(BUILD)/unit/%.o: tests/unit/%.c $(wildcard include/*.h) | $(BUILD)/unit
+	$(CC) $(CFLAGS) -Wno-missing-prototypes -DSRCDIR='"$(CURDIR)"' -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(BUILD)/obj/main.o $(LIB)
+	$(CC) $(OPT) -o $@ $^ $(LDLIBS)
+
+$(UNIT_BIN): $(UNIT_OBJ) $(LIB)
+	$(CC) $(OPT) -o $@ $^ $(TESTLIBS) $(LDLIBS)
+
+$(BUILD)/obj $(BUILD)/unit:
+	mkdir -p $@
+
+unit: deps $(UNIT_BIN)
+	$(UNIT_BIN) --jobs 2
+
+integration: deps $(BIN)
+	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./tests/integration/run
+
+test: deps
+	$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
+	$(UNIT_BIN) --jobs 2
+	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./tests/integration/run
+
+check-conf: $(BIN)
+	$(BIN) check -c conf/skewgate.yaml
+
+run: deps
+	$(MAKE) --no-print-directory $(BIN)
+	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./conf/demo/run
+
+clean:
+	rm -rf build build-san build-tsan
+
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d

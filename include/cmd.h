@@ -1,0 +1,9 @@
+/* cmd: the subcommands of the skewgate binary. Each returns the process
+ * exit status: 0 success, 2 bad usage or input; see each for others. */
+#ifndef SKEWGATE_CMD_H
+#define SKEWGATE_CMD_H
+
+int cmd_verdict(int argc, char **argv);   /* 0 admit, 3 reject, 2 bad input */
+int cmd_check(int argc, char **argv);     /* 0 valid, 2 invalid */
+
+#endif

@@ -1,0 +1,107 @@
+/* verdict: the boot image skew verdict, one pure function of its inputs
+ * (DESIGN 1.6). No I/O, no clock: the caller passes the time. A verdict is
+ * immutable once computed; the data path shares it read-only. */
+#ifndef SKEWGATE_VERDICT_H
+#define SKEWGATE_VERDICT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "version.h"
+
+#define VERDICT_OVERRIDE_ANNOTATION "skewgate.openshift.io/override"
+
+typedef enum { DECISION_ADMIT = 0, DECISION_REJECT = 1 } decision_t;
+
+typedef enum {
+    REASON_OVERRIDE,
+    REASON_SOURCE_UNAVAILABLE,
+    REASON_NOT_FOUND,
+    REASON_STATUS_UNSET,
+    REASON_ENFORCEMENT_DISABLED,
+    REASON_CONTROLLER_DEGRADED,
+    REASON_CONTROLLER_PROGRESSING,
+    REASON_VERSION_UNPARSEABLE,
+    REASON_OUT_OF_SKEW,
+    REASON_COMPLIANT,
+    REASON__COUNT
+} verdict_reason_t;
+
+typedef struct verdict_limits {
+    ocp_version_t ocp;          /* default 4.13.0 */
+    rhel_version_t rhel;        /* default 9.2 */
+} verdict_limits_t;
+
+typedef struct verdict_policy {
+    decision_t when_unknown;      /* default admit */
+    decision_t when_unparseable;  /* default admit, as the MCO */
+} verdict_policy_t;
+
+/* An override: from the admin API (local to this gate) or from the object's
+ * annotation (cluster-wide). until == 0 means no expiry. */
+typedef struct verdict_override {
+    bool active;
+    decision_t decision;
+    time_t until;
+} verdict_override_t;
+
+/* What the source knows. */
+typedef enum {
+    SOURCE_NO_DATA,     /* nothing confirmed yet */
+    SOURCE_FAILING,     /* had data, now failing longer than max_staleness */
+    SOURCE_ABSENT,      /* the object does not exist */
+    SOURCE_PRESENT      /* object is the current view */
+} source_state_t;
+
+typedef struct verdict_input {
+    source_state_t state;
+    const json_t *object;               /* the MachineConfiguration; SOURCE_PRESENT only */
+    verdict_limits_t limits;
+    verdict_policy_t policy;
+    bool has_previous;                  /* a previous settled decision exists */
+    decision_t previous;
+    verdict_override_t local_override;  /* admin API; wins over the annotation */
+    time_t now;
+} verdict_input_t;
+
+#define VERDICT_MODE_LEN 16
+#define VERDICT_VERSION_LEN 32
+#define VERDICT_MESSAGE_LEN 512
+#define VERDICT_RV_LEN 64
+
+typedef struct verdict {
+    decision_t decision;
+    verdict_reason_t reason;
+    bool settled;        /* decided by the object's own state (rules 4, 5, 7, 8, 9) */
+    char mode[VERDICT_MODE_LEN];                    /* Automatic|Manual|None|"" */
+    char ocp_version[VERDICT_VERSION_LEN];          /* boot image, "" if unset */
+    char rhcos_version[VERDICT_VERSION_LEN];
+    verdict_limits_t limits;
+    char message[VERDICT_MESSAGE_LEN];
+    char resource_version[VERDICT_RV_LEN];
+    time_t since;        /* when this decision+reason began; set by the caller */
+} verdict_t;
+
+void verdict_limits_default(verdict_limits_t *limits);
+void verdict_policy_default(verdict_policy_t *policy);
+
+/* Implements DESIGN 1.6 row by row; always produces a verdict. */
+void verdict_compute(const verdict_input_t *in, verdict_t *out);
+
+/* Parses the annotation value "admit|reject[;until=RFC3339]". 0 or -1. */
+int verdict_override_parse(const char *s, verdict_override_t *out);
+
+/* {decision, reason, settled, mode, bootImage:{ocpVersion,rhcosVersion},
+ *  limit:{ocpVersion,rhelVersion}, message, resourceVersion, since} */
+json_t *verdict_to_json(const verdict_t *v);
+
+const char *decision_name(decision_t d);              /* "admit" | "reject" */
+int decision_parse(const char *s, decision_t *out);   /* 0 or -1 */
+const char *verdict_reason_name(verdict_reason_t r);  /* "OutOfSkew", ... */
+
+/* Same decision and reason, and the same facts behind them. */
+bool verdict_equal(const verdict_t *a, const verdict_t *b);
+
+#endif

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages skewgate needs to build, test and run its demo,
+# but only those that are missing, so that it is cheap to call on every build.
+set -euo pipefail
+pkgs=(build-essential pkg-config libevent-dev libssl-dev libjansson-dev libyaml-dev
+      libcriterion-dev nginx-light curl openssl ignition python3 procps)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing packages: ${missing[*]} (run 'make deps' as root, or apt-get install them)" >&2
+  exit 1
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
