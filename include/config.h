@@ -1,6 +1,10 @@
 /* config: the YAML configuration (conf/skewgate.yaml documents every key
  * with its default). Loading is strict: unknown keys, wrong types, bad
- * durations, sizes or addresses are errors naming file:line:column. */
+ * durations, sizes or addresses are errors naming file:line:column.
+ * Relative file paths in the configuration are resolved against the
+ * configuration file's directory; the struct holds the resolved paths.
+ * Files are not opened here: the modules that use them do, at start-up
+ * and in `skewgate check`. */
 #ifndef SKEWGATE_CONFIG_H
 #define SKEWGATE_CONFIG_H
 
@@ -18,7 +22,7 @@
 typedef struct config_addr {
     struct sockaddr_storage ss;
     socklen_t len;
-    char text[128];             /* as written: "0.0.0.0:22623", "[::1]:8443" */
+    char text[128];             /* as written: "0.0.0.0:22623", "[::1]:8443" (IP only, no hostnames) */
 } config_addr_t;
 
 typedef struct config_tls_server {
@@ -32,8 +36,10 @@ typedef struct config_tls_server {
     bool session_tickets;       /* default true */
 } config_tls_server_t;
 
+/* IPv6 listeners are to be bound IPV6_V6ONLY: validation lets [::]:P and
+ * 0.0.0.0:P coexist, and refuses only overlaps within one family. */
 typedef struct config_listener {
-    config_addr_t addr;
+    config_addr_t addr;         /* port 0: the kernel picks one, the gate reports it */
     config_tls_server_t tls;
 } config_listener_t;
 
@@ -41,7 +47,9 @@ typedef struct config_upstream {
     config_addr_t addr;
     bool tls;                   /* default false */
     char *ca_file;              /* verify the MCS with this CA (tls only) */
-    char *server_name;          /* SNI and verified name; default: host of addr */
+    char *server_name;          /* SNI and verified name; default: the IP of addr ("127.0.0.1",
+                                   "::1"), which is verified as an IP SAN and, per RFC 6066,
+                                   not sent as SNI */
     bool insecure_skip_verify;  /* default false; logged loudly */
     uint64_t connect_timeout_ms;    /* default 5s */
     uint64_t response_timeout_ms;   /* default 60s: request sent -> response header */
@@ -98,7 +106,7 @@ typedef struct config_limits {
 
 typedef struct config_admin {
     bool enabled;               /* default true */
-    config_addr_t addr;         /* default 127.0.0.1:22625; loopback only */
+    config_addr_t addr;         /* default 127.0.0.1:22625; loopback only (127.0.0.0/8, ::1) */
 } config_admin_t;
 
 typedef enum { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } log_level_t;
@@ -110,7 +118,8 @@ typedef struct config_log {
 
 typedef struct config {
     char *path;                 /* the file it came from */
-    uint32_t workers;           /* "auto" (default) = online CPUs */
+    uint32_t workers;           /* 1..256; "auto" (default) is resolved at load to the CPUs
+                                   this process may run on (sched_getaffinity) */
     config_listener_t listeners[CONFIG_MAX_LISTENERS];
     size_t n_listeners;
     config_upstream_t upstream;
@@ -123,7 +132,8 @@ typedef struct config {
 
 /* Loads and validates a file. NULL with "file:LINE:COL: problem" in err. */
 config_t *config_load(const char *path, char *err, size_t errlen);
-/* Same, from text; name is used in errors. */
+/* Same, from text; name is used in errors and its directory (if it has a
+ * '/') resolves relative paths. */
 config_t *config_parse(const char *text, size_t len, const char *name, char *err, size_t errlen);
 void config_free(config_t *cfg);
 
@@ -131,7 +141,8 @@ void config_free(config_t *cfg);
 int config_parse_duration(const char *s, uint64_t *ms);
 /* "16KiB", "16384", "1MiB" -> bytes. 0 or -1. */
 int config_parse_size(const char *s, uint64_t *bytes);
-/* "127.0.0.1:22623", "[::1]:22623", "0.0.0.0:22623", ":22623" (all v4). 0 or -1. */
+/* "127.0.0.1:22623", "[::1]:22623", "0.0.0.0:22623", ":22623" (all v4). Port
+ * 0..65535; IPv6 only in brackets; hostnames are refused. 0 or -1. */
 int config_parse_addr(const char *s, config_addr_t *out);
 
 #endif
