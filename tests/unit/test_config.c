@@ -1,0 +1,667 @@
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <openssl/ssl.h>
+
+#include "cmd.h"
+#include "config.h"
+
+static char err[CONFIG_ERR_LEN];
+
+/* The smallest valid configuration; tests append to it. */
+#define MINIMAL "listeners:\n  - address: \"127.0.0.1:0\"\n"
+
+static config_t *parse(const char *text)
+{
+    err[0] = '\0';
+    return config_parse(text, strlen(text), "t.yaml", err, sizeof err);
+}
+
+static void expect_error(const char *text, const char *expected)
+{
+    config_t *cfg = parse(text);
+    cr_expect_null(cfg, "accepted:\n%s", text);
+    config_free(cfg);
+    cr_expect_str_eq(err, expected);
+}
+
+static config_t *parse_ok(const char *text)
+{
+    config_t *cfg = parse(text);
+    cr_assert_not_null(cfg, "%s", err);
+    return cfg;
+}
+
+/* --- Defaults and the shipped files. */
+
+Test(config, defaults_when_keys_absent)
+{
+    config_t *cfg = parse_ok(MINIMAL);
+    cr_expect_geq(cfg->workers, 1);
+    cr_expect_eq(cfg->n_listeners, 1);
+    cr_expect_not(cfg->listeners[0].tls.enabled);
+    cr_expect_str_eq(cfg->upstream.addr.text, "127.0.0.1:22633");
+    cr_expect_not(cfg->upstream.tls);
+    cr_expect_null(cfg->upstream.ca_file);
+    cr_expect_str_eq(cfg->upstream.server_name, "127.0.0.1");
+    cr_expect_eq(cfg->upstream.connect_timeout_ms, 5000);
+    cr_expect_eq(cfg->upstream.response_timeout_ms, 60000);
+    cr_expect_eq(cfg->upstream.idle_timeout_ms, 60000);
+    cr_expect_eq(cfg->upstream.max_idle, 16);
+    cr_expect_eq(cfg->upstream.max_concurrent, 64);
+    cr_expect_eq(cfg->upstream.max_queue, 256);
+    cr_expect_eq(cfg->upstream.queue_timeout_ms, 10000);
+    cr_expect_eq(cfg->gate.n_prefixes, 1);
+    cr_expect_str_eq(cfg->gate.prefixes[0], "/config/");
+    cr_expect_eq(cfg->gate.reject_mode, REJECT_HOLD);
+    const config_enforcement_t *e = &cfg->enforcement;
+    cr_expect_eq(e->source, SOURCE_KIND_KUBERNETES);
+    cr_expect_str_eq(e->kubernetes.server, "");
+    cr_expect_str_eq(e->kubernetes.ca_file, "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
+    cr_expect_str_eq(e->kubernetes.token_file, "/var/run/secrets/kubernetes.io/serviceaccount/token");
+    cr_expect_str_eq(e->kubernetes.name, "cluster");
+    cr_expect_eq(e->kubernetes.watch_timeout_ms, 300000);
+    cr_expect_null(e->file.path);
+    cr_expect_eq(e->file.poll_interval_ms, 1000);
+    cr_expect(e->limits.ocp.major == 4 && e->limits.ocp.minor == 13 && e->limits.ocp.patch == 0);
+    cr_expect(e->limits.rhel.major == 9 && e->limits.rhel.minor == 2);
+    cr_expect_eq(e->policy.when_unknown, DECISION_ADMIT);
+    cr_expect_eq(e->policy.when_unparseable, DECISION_ADMIT);
+    cr_expect_eq(e->max_staleness_ms, 300000);
+    cr_expect_eq(cfg->limits.max_connections, 10000);
+    cr_expect_eq(cfg->limits.max_header_bytes, 16384);
+    cr_expect_eq(cfg->limits.max_headers, 100);
+    cr_expect_eq(cfg->limits.max_uri_bytes, 8192);
+    cr_expect_eq(cfg->limits.header_timeout_ms, 10000);
+    cr_expect_eq(cfg->limits.idle_timeout_ms, 120000);
+    cr_expect_eq(cfg->limits.send_timeout_ms, 60000);
+    cr_expect_eq(cfg->limits.drain_timeout_ms, 30000);
+    cr_expect(cfg->admin.enabled);
+    cr_expect_str_eq(cfg->admin.addr.text, "127.0.0.1:22625");
+    cr_expect_eq(cfg->log.level, LOG_INFO);
+    cr_expect(cfg->log.access);
+    config_free(cfg);
+}
+
+Test(config, reference_config_loads_with_documented_values)
+{
+    config_t *cfg = config_load(SRCDIR "/conf/skewgate.yaml", err, sizeof err);
+    cr_assert_not_null(cfg, "%s", err);
+    cr_expect_eq(cfg->n_listeners, 2);
+    const config_tls_server_t *tls = &cfg->listeners[0].tls;
+    cr_expect(tls->enabled);
+    cr_expect_str_eq(tls->certificate, "/etc/ssl/mcs/tls.crt");
+    cr_expect_str_eq(tls->key, "/etc/ssl/mcs/tls.key");
+    cr_expect_eq(tls->min_version, TLS1_2_VERSION);
+    cr_expect(tls->session_tickets);
+    cr_expect_not(cfg->listeners[1].tls.enabled);
+    cr_expect_str_eq(cfg->listeners[1].addr.text, "0.0.0.0:22624");
+    cr_expect_eq(cfg->gate.reject_mode, REJECT_HOLD);
+    cr_expect_eq(cfg->enforcement.source, SOURCE_KIND_KUBERNETES);
+    config_free(cfg);
+}
+
+/* The reference file states the defaults: it must say what a config that
+ * leaves the key out gets. */
+Test(config, reference_config_matches_defaults)
+{
+    config_t *ref = config_load(SRCDIR "/conf/skewgate.yaml", err, sizeof err);
+    cr_assert_not_null(ref, "%s", err);
+    config_t *tls_listener = parse_ok(
+        "listeners:\n  - address: \"0.0.0.0:22623\"\n    tls: {certificate: c, key: k}\n");
+    config_t *def = parse_ok(MINIMAL);
+    const config_tls_server_t *a = &ref->listeners[0].tls, *b = &tls_listener->listeners[0].tls;
+    cr_expect_str_eq(a->ciphers, b->ciphers);
+    cr_expect_str_eq(a->ciphersuites, b->ciphersuites);
+    cr_expect_str_eq(a->groups, b->groups);
+    cr_expect_eq(a->min_version, b->min_version);
+    cr_expect_eq(memcmp(&ref->upstream.addr, &def->upstream.addr, sizeof def->upstream.addr), 0);
+    cr_expect_eq(ref->upstream.response_timeout_ms, def->upstream.response_timeout_ms);
+    cr_expect_eq(ref->upstream.max_queue, def->upstream.max_queue);
+    cr_expect_eq(memcmp(&ref->enforcement.limits, &def->enforcement.limits, sizeof def->enforcement.limits), 0);
+    cr_expect_eq(ref->enforcement.kubernetes.watch_timeout_ms, def->enforcement.kubernetes.watch_timeout_ms);
+    cr_expect_eq(memcmp(&ref->limits, &def->limits, sizeof def->limits), 0);
+    cr_expect_eq(memcmp(&ref->admin.addr, &def->admin.addr, sizeof def->admin.addr), 0);
+    cr_expect_eq(ref->workers, def->workers);
+    config_free(ref);
+    config_free(tls_listener);
+    config_free(def);
+}
+
+Test(config, examples_load_and_resolve_paths_against_their_directory)
+{
+    config_t *cfg = config_load(SRCDIR "/conf/examples/file-source.yaml", err, sizeof err);
+    cr_assert_not_null(cfg, "%s", err);
+    cr_expect_eq(cfg->enforcement.source, SOURCE_KIND_FILE);
+    cr_expect_str_eq(cfg->enforcement.file.path, SRCDIR "/conf/examples/objects/machineconfiguration.yaml");
+    cr_expect_eq(cfg->enforcement.file.poll_interval_ms, 250);
+    cr_expect_eq(cfg->gate.reject_mode, REJECT_EXPLAIN);
+    config_free(cfg);
+
+    cfg = config_load(SRCDIR "/conf/examples/out-of-cluster.yaml", err, sizeof err);
+    cr_assert_not_null(cfg, "%s", err);
+    cr_expect_str_eq(cfg->listeners[0].tls.certificate, SRCDIR "/conf/examples/tls/gate.crt");
+    cr_expect_eq(cfg->listeners[0].tls.min_version, TLS1_3_VERSION);
+    cr_expect_str_eq(cfg->upstream.ca_file, SRCDIR "/conf/examples/tls/mcs-ca.crt");
+    cr_expect_str_eq(cfg->upstream.server_name, "api-int.example.com");
+    cr_expect_str_eq(cfg->enforcement.kubernetes.server, "https://api.example.com:6443");
+    cr_expect_str_eq(cfg->enforcement.kubernetes.token_file, SRCDIR "/conf/examples/kube/token");
+    config_free(cfg);
+}
+
+Test(config, absolute_paths_and_bare_file_names_are_kept)
+{
+    config_t *cfg = parse_ok(MINIMAL "enforcement: {source: file, file: {path: /srv/mc.yaml}}\n"
+                                     "upstream: {tls: true, ca_file: ca.pem}\n");
+    cr_expect_str_eq(cfg->enforcement.file.path, "/srv/mc.yaml");
+    cr_expect_str_eq(cfg->upstream.ca_file, "ca.pem");   /* "t.yaml" has no directory */
+    config_free(cfg);
+}
+
+/* --- Each class of error names file:line:col of the offending node. */
+
+Test(config, misspelt_key_names_its_line_with_a_suggestion)
+{
+    expect_error(MINIMAL "uptream:\n  address: \"127.0.0.1:1\"\n",
+                 "t.yaml:3:1: uptream: unknown key; did you mean \"upstream\"?");
+    expect_error(MINIMAL "upstream:\n  connectTimeout: 1s\n",
+                 "t.yaml:4:3: upstream.connectTimeout: unknown key; did you mean \"connect_timeout\"?");
+}
+
+Test(config, swapped_letters_in_a_short_key_are_one_edit)
+{
+    expect_error("listeners:\n  - address: \"0.0.0.0:1\"\n    tsl: {certificate: c, key: k}\n",
+                 "t.yaml:3:5: listeners[0].tsl: unknown key; did you mean \"tls\"?");
+}
+
+Test(config, unknown_key_without_a_near_match_lists_the_known_keys)
+{
+    expect_error(MINIMAL "log:\n  colour: red\n",
+                 "t.yaml:4:3: log.colour: unknown key (known keys here: level, access)");
+}
+
+Test(config, bad_duration_points_at_the_value)
+{
+    expect_error(MINIMAL "upstream:\n  connect_timeout: 10x\n",
+                 "t.yaml:4:20: upstream.connect_timeout: invalid duration \"10x\": expected a whole "
+                 "number and a unit (h, m, s, ms), e.g. 250ms, 10s, 5m, 1h30m");
+}
+
+Test(config, zero_duration_is_refused_where_it_makes_no_sense)
+{
+    expect_error(MINIMAL "limits: {header_timeout: 0s}\n",
+                 "t.yaml:3:26: limits.header_timeout: must be greater than 0");
+    expect_error(MINIMAL "enforcement: {kubernetes: {watch_timeout: 500ms}}\n",
+                 "t.yaml:3:43: enforcement.kubernetes.watch_timeout: must be from 1s to 8760h");
+    config_t *cfg = parse_ok(MINIMAL "limits: {drain_timeout: 0s}\n");
+    cr_expect_eq(cfg->limits.drain_timeout_ms, 0);
+    config_free(cfg);
+}
+
+Test(config, bad_listener_address_points_at_the_value)
+{
+    expect_error("listeners:\n  - address: \"localhost:22623\"\n",
+                 "t.yaml:2:14: listeners[0].address: invalid address \"localhost:22623\": not an IP "
+                 "address (hostnames are not accepted)");
+}
+
+Test(config, unbracketed_ipv6_is_explained)
+{
+    expect_error("listeners:\n  - address: \"::1:8443\"\n",
+                 "t.yaml:2:14: listeners[0].address: invalid address \"::1:8443\": an IPv6 address must "
+                 "be in brackets, e.g. [::1]:8443");
+}
+
+Test(config, bad_enum_lists_the_choices)
+{
+    expect_error(MINIMAL "reject:\n  mode: drop\n",
+                 "t.yaml:4:9: reject.mode: invalid value \"drop\": expected one of hold, deny, explain");
+    expect_error(MINIMAL "enforcement:\n  when_unknown: allow\n",
+                 "t.yaml:4:17: enforcement.when_unknown: invalid value \"allow\": expected one of admit, reject");
+}
+
+Test(config, mapping_where_a_scalar_belongs_is_a_type_error)
+{
+    expect_error(MINIMAL "upstream:\n  address:\n    ip: 127.0.0.1\n",
+                 "t.yaml:5:5: upstream.address: expected an address IP:PORT, got a mapping");
+}
+
+Test(config, scalar_where_a_mapping_belongs_is_a_type_error)
+{
+    expect_error(MINIMAL "upstream: 127.0.0.1:22633\n",
+                 "t.yaml:3:11: upstream: expected a mapping, got a string");
+    expect_error("listeners:\n  address: \"0.0.0.0:1\"\n",
+                 "t.yaml:2:3: listeners: expected a list of listeners, got a mapping");
+}
+
+Test(config, tls_listener_without_key_points_at_the_tls_mapping)
+{
+    expect_error("listeners:\n  - address: \"0.0.0.0:22623\"\n    tls:\n      certificate: c.pem\n",
+                 "t.yaml:4:7: listeners[0].tls: missing required key \"key\"");
+    expect_error("listeners:\n  - address: \"0.0.0.0:22623\"\n    tls: {key: k.pem}\n",
+                 "t.yaml:3:10: listeners[0].tls: missing required key \"certificate\"");
+}
+
+Test(config, admin_address_must_be_loopback)
+{
+    expect_error(MINIMAL "admin:\n  address: \"0.0.0.0:22625\"\n",
+                 "t.yaml:4:12: admin.address: address \"0.0.0.0:22625\" is not loopback: the admin API "
+                 "can override the verdict, so it listens on 127.0.0.0/8 or [::1] only");
+    config_t *cfg = parse_ok(MINIMAL "admin: {address: \"[::1]:9000\"}\n");
+    cr_expect_eq(cfg->admin.addr.ss.ss_family, AF_INET6);
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "admin: {address: \"127.0.0.2:9000\"}\n");
+    config_free(cfg);
+}
+
+Test(config, duplicate_key_is_reported_with_the_file_name)
+{
+    expect_error(MINIMAL "log: {level: info}\nlog: {level: debug}\n",
+                 "t.yaml:4:1: duplicate key \"log\"");
+}
+
+Test(config, yaml_syntax_error_is_reported_with_the_file_name)
+{
+    config_t *cfg = parse(MINIMAL "gate: {prefixes: [\"/config/\"\n");
+    cr_expect_null(cfg);
+    cr_expect(strncmp(err, "t.yaml:", 7) == 0, "got %s", err);
+}
+
+/* --- Cross-field rules. */
+
+Test(config, listeners_are_required)
+{
+    expect_error("log: {level: info}\n", "t.yaml:1:1: missing required key \"listeners\"");
+    expect_error("listeners: []\n", "t.yaml:1:12: listeners: at least one listener is required");
+    expect_error("listeners:\n  - tls: {certificate: c, key: k}\n",
+                 "t.yaml:2:5: listeners[0]: missing required key \"address\"");
+}
+
+Test(config, too_many_listeners_points_at_the_first_extra)
+{
+    expect_error("listeners:\n"
+                 "  - address: \"127.0.0.1:0\"\n  - address: \"127.0.0.1:0\"\n  - address: \"127.0.0.1:0\"\n"
+                 "  - address: \"127.0.0.1:0\"\n  - address: \"127.0.0.1:0\"\n  - address: \"127.0.0.1:0\"\n"
+                 "  - address: \"127.0.0.1:0\"\n  - address: \"127.0.0.1:0\"\n  - address: \"127.0.0.1:0\"\n",
+                 "t.yaml:10:5: listeners: at most 8 listeners");
+}
+
+Test(config, overlapping_listeners_are_refused)
+{
+    expect_error("listeners:\n  - address: \"0.0.0.0:22623\"\n  - address: \"127.0.0.1:22623\"\n",
+                 "t.yaml:3:14: listeners[1].address \"127.0.0.1:22623\" and listeners[0].address "
+                 "\"0.0.0.0:22623\" overlap");
+    config_t *cfg = parse_ok("listeners:\n  - address: \"0.0.0.0:22623\"\n  - address: \"[::]:22623\"\n");
+    config_free(cfg);
+}
+
+Test(config, upstream_or_admin_that_is_a_listener_is_refused)
+{
+    /* The default upstream is blamed on the listener, the only node written. */
+    expect_error("listeners:\n  - address: \"0.0.0.0:22633\"\n",
+                 "t.yaml:2:14: upstream.address \"127.0.0.1:22633\" and listeners[0].address "
+                 "\"0.0.0.0:22633\" overlap: requests would loop");
+    expect_error("listeners:\n  - address: \"127.0.0.1:9000\"\nadmin: {address: \"127.0.0.1:9000\"}\n",
+                 "t.yaml:3:18: admin.address \"127.0.0.1:9000\" and listeners[0].address "
+                 "\"127.0.0.1:9000\" overlap: they cannot share a port");
+    expect_error(MINIMAL "upstream: {address: \"127.0.0.1:22625\"}\n",
+                 "t.yaml:3:21: upstream.address \"127.0.0.1:22625\" and admin.address \"127.0.0.1:22625\" overlap");
+    config_t *cfg = parse_ok(MINIMAL "upstream: {address: \"127.0.0.1:22625\"}\nadmin: {enabled: false}\n");
+    config_free(cfg);
+}
+
+Test(config, upstream_tls_needs_a_ca_and_tls_only_keys_need_tls)
+{
+    expect_error(MINIMAL "upstream:\n  tls: true\n",
+                 "t.yaml:4:3: upstream: missing required key \"ca_file\": the MCS certificate is issued "
+                 "by the cluster's own CA (or set insecure_skip_verify: true)");
+    expect_error(MINIMAL "upstream:\n  ca_file: ca.pem\n",
+                 "t.yaml:4:12: upstream.ca_file: only applies with upstream.tls: true");
+    expect_error(MINIMAL "upstream: {tls: true, ca_file: ca.pem, insecure_skip_verify: true}\n",
+                 "t.yaml:3:62: upstream.insecure_skip_verify: contradicts upstream.ca_file; set one of them");
+}
+
+Test(config, file_source_needs_a_path)
+{
+    expect_error(MINIMAL "enforcement:\n  source: file\n",
+                 "t.yaml:4:3: enforcement: missing required key \"file.path\" (enforcement.source is file)");
+    expect_error(MINIMAL "enforcement:\n  source: file\n  file:\n    poll_interval: 2s\n",
+                 "t.yaml:6:5: enforcement.file: missing required key \"path\" (enforcement.source is file)");
+}
+
+Test(config, uri_limit_cannot_exceed_the_header_limit)
+{
+    expect_error(MINIMAL "limits: {max_header_bytes: 4KiB, max_uri_bytes: 8KiB}\n",
+                 "t.yaml:3:49: limits.max_uri_bytes: must not exceed limits.max_header_bytes (the "
+                 "request line is part of the header)");
+}
+
+Test(config, upstream_server_name_defaults_to_the_ip)
+{
+    config_t *cfg = parse_ok(MINIMAL "upstream: {address: \"[::1]:8443\", tls: true, insecure_skip_verify: true}\n");
+    cr_expect_str_eq(cfg->upstream.server_name, "::1");
+    cr_expect(cfg->upstream.insecure_skip_verify);
+    config_free(cfg);
+}
+
+/* --- Scalar types. */
+
+Test(config, booleans_are_true_or_false_only)
+{
+    expect_error(MINIMAL "log: {access: yes}\n",
+                 "t.yaml:3:15: log.access: expected true or false, got a string");
+    expect_error(MINIMAL "log: {access: \"true\"}\n",
+                 "t.yaml:3:15: log.access: expected true or false, got a string");
+    config_t *cfg = parse_ok(MINIMAL "log: {access: false}\n");
+    cr_expect_not(cfg->log.access);
+    config_free(cfg);
+}
+
+Test(config, null_values_are_refused)
+{
+    expect_error(MINIMAL "upstream:\n  connect_timeout:\n",
+                 "t.yaml:4:19: upstream.connect_timeout: expected a duration such as 10s, got null "
+                 "(remove the key to use the default)");
+}
+
+Test(config, strings_refuse_plain_booleans_and_numbers)
+{
+    expect_error(MINIMAL "enforcement: {kubernetes: {name: true}}\n",
+                 "t.yaml:3:34: enforcement.kubernetes.name: expected a string, got a boolean (quote it "
+                 "if a string is meant)");
+}
+
+Test(config, workers_auto_or_a_bounded_count)
+{
+    config_t *cfg = parse_ok(MINIMAL "workers: 4\n");
+    cr_expect_eq(cfg->workers, 4);
+    config_free(cfg);
+    expect_error(MINIMAL "workers: 0\n", "t.yaml:3:10: workers: must be greater than 0");
+    expect_error(MINIMAL "workers: 257\n", "t.yaml:3:10: workers: must be from 1 to 256");
+    expect_error(MINIMAL "workers: many\n",
+                 "t.yaml:3:10: workers: expected auto or a whole number from 1 to 256, got a string");
+}
+
+Test(config, counts_are_plain_whole_numbers_in_range)
+{
+    expect_error(MINIMAL "upstream: {max_concurrent: -1}\n",
+                 "t.yaml:3:28: upstream.max_concurrent: expected a whole number from 1 to 100000, got a number");
+    expect_error(MINIMAL "limits: {max_connections: 1000001}\n",
+                 "t.yaml:3:27: limits.max_connections: must be from 1 to 1000000");
+    config_t *cfg = parse_ok(MINIMAL "upstream: {max_idle: 0, max_queue: 0}\n");
+    cr_expect_eq(cfg->upstream.max_idle, 0);
+    cr_expect_eq(cfg->upstream.max_queue, 0);
+    config_free(cfg);
+}
+
+Test(config, header_size_limits)
+{
+    config_t *cfg = parse_ok(MINIMAL "limits: {max_header_bytes: 1MiB, max_uri_bytes: 65536}\n");
+    cr_expect_eq(cfg->limits.max_header_bytes, 1048576);
+    cr_expect_eq(cfg->limits.max_uri_bytes, 65536);
+    config_free(cfg);
+    expect_error(MINIMAL "limits: {max_header_bytes: 512}\n",
+                 "t.yaml:3:28: limits.max_header_bytes: must be from 1KiB to 1MiB");
+    expect_error(MINIMAL "limits: {max_header_bytes: 2MiB}\n",
+                 "t.yaml:3:28: limits.max_header_bytes: must be from 1KiB to 1MiB");
+    expect_error(MINIMAL "limits: {max_header_bytes: 16kb}\n",
+                 "t.yaml:3:28: limits.max_header_bytes: invalid size \"16kb\": expected bytes or a number "
+                 "with KiB, MiB or GiB, e.g. 16384, 16KiB, 1MiB");
+}
+
+Test(config, skew_limits_are_strict_versions)
+{
+    config_t *cfg = parse_ok(MINIMAL "enforcement: {limits: {ocp_version: \"4.18.2\", rhel_version: 9.10}}\n");
+    cr_expect(cfg->enforcement.limits.ocp.major == 4 && cfg->enforcement.limits.ocp.minor == 18 &&
+              cfg->enforcement.limits.ocp.patch == 2);
+    cr_expect(cfg->enforcement.limits.rhel.major == 9 && cfg->enforcement.limits.rhel.minor == 10);
+    config_free(cfg);
+    expect_error(MINIMAL "enforcement: {limits: {ocp_version: \"4.13\"}}\n",
+                 "t.yaml:3:37: enforcement.limits.ocp_version: invalid OCP version \"4.13\": expected "
+                 "MAJOR.MINOR.PATCH, e.g. 4.13.0");
+    expect_error(MINIMAL "enforcement: {limits: {rhel_version: \"9.2.0\"}}\n",
+                 "t.yaml:3:38: enforcement.limits.rhel_version: invalid RHEL version \"9.2.0\": expected "
+                 "MAJOR.MINOR, e.g. 9.2");
+}
+
+Test(config, tls_lists_are_checked_name_by_name)
+{
+    expect_error("listeners:\n  - address: \"0.0.0.0:1\"\n    tls: {certificate: c, key: k,\n"
+                 "      ciphers: \"ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA265\"}\n",
+                 "t.yaml:4:16: listeners[0].tls.ciphers: unknown TLS 1.2 cipher \"ECDHE-RSA-AES128-GCM-SHA265\"");
+    expect_error("listeners:\n  - address: \"0.0.0.0:1\"\n    tls: {certificate: c, key: k, groups: \"X25519:P-999\"}\n",
+                 "t.yaml:3:43: listeners[0].tls.groups: unknown key exchange group \"P-999\"");
+    expect_error("listeners:\n  - address: \"0.0.0.0:1\"\n    tls: {certificate: c, key: k, ciphersuites: \"\"}\n",
+                 "t.yaml:3:49: listeners[0].tls.ciphersuites: \"\" selects no TLS 1.3 ciphersuite");
+    config_t *cfg = parse_ok("listeners:\n  - address: \"0.0.0.0:1\"\n"
+                             "    tls: {certificate: c, key: k, ciphers: \"HIGH:!aNULL:!MD5\"}\n");
+    cr_expect_str_eq(cfg->listeners[0].tls.ciphers, "HIGH:!aNULL:!MD5");
+    config_free(cfg);
+}
+
+Test(config, gate_prefixes_must_be_clean_paths)
+{
+    config_t *cfg = parse_ok(MINIMAL "gate: {prefixes: [\"/config/\", \"/ignition/\"]}\n");
+    cr_expect_eq(cfg->gate.n_prefixes, 2);
+    cr_expect_str_eq(cfg->gate.prefixes[1], "/ignition/");
+    config_free(cfg);
+    expect_error(MINIMAL "gate:\n  prefixes:\n    - /config/\n    - /a/../config/\n",
+                 "t.yaml:6:7: gate.prefixes[1]: prefix \"/a/../config/\" must be a clean absolute path "
+                 "(no //, /./, /../, %, ? or #): requests are matched after decoding and cleaning");
+    expect_error(MINIMAL "gate: {prefixes: []}\n", "t.yaml:3:18: gate.prefixes: at least one prefix is required");
+}
+
+Test(config, kubernetes_name_and_server_are_checked)
+{
+    expect_error(MINIMAL "enforcement: {kubernetes: {name: \"../secrets\"}}\n",
+                 "t.yaml:3:34: enforcement.kubernetes.name: invalid object name \"../secrets\": expected "
+                 "lowercase letters, digits, '-' and '.'");
+    expect_error(MINIMAL "enforcement: {kubernetes: {server: \"api.example.com:6443\"}}\n",
+                 "t.yaml:3:36: enforcement.kubernetes.server: invalid server \"api.example.com:6443\": "
+                 "expected https://HOST[:PORT], or \"\" for in-cluster");
+}
+
+Test(config, the_document_must_be_a_mapping)
+{
+    expect_error("- listeners\n", "t.yaml:1:1: expected a mapping of settings, got a list");
+}
+
+/* --- Scalar grammars, as tables. */
+
+Test(config, duration_table)
+{
+    static const struct { const char *text; int rc; uint64_t ms; } cases[] = {
+        {"1h30m", 0, 5400000}, {"250ms", 0, 250},   {"10s", 0, 10000},      {"5m", 0, 300000},
+        {"1h", 0, 3600000},    {"0s", 0, 0},        {"1m30s500ms", 0, 90500}, {"90m", 0, 5400000},
+        {"10x", -1, 0},        {"10", -1, 0},       {"", -1, 0},            {"-5s", -1, 0},
+        {"1.5s", -1, 0},       {"30m1h", -1, 0},    {"1s1s", -1, 0},        {"s", -1, 0},
+        {" 10s", -1, 0},       {"10s ", -1, 0},     {"5124095576030431h", -1, 0},
+        {"18446744073709551616ms", -1, 0},          {"18446744073709551615ms", 0, UINT64_MAX},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t ms = 0;
+        int rc = config_parse_duration(cases[i].text, &ms);
+        cr_expect_eq(rc, cases[i].rc, "\"%s\": rc %d", cases[i].text, rc);
+        if (rc == 0 && cases[i].rc == 0)
+            cr_expect_eq(ms, cases[i].ms, "\"%s\": %llu ms", cases[i].text, (unsigned long long)ms);
+    }
+}
+
+Test(config, size_table)
+{
+    static const struct { const char *text; int rc; uint64_t bytes; } cases[] = {
+        {"16384", 0, 16384}, {"16KiB", 0, 16384},   {"1MiB", 0, 1048576}, {"2GiB", 0, 2147483648u},
+        {"0", 0, 0},         {"16K", -1, 0},        {"16kib", -1, 0},     {"16 KiB", -1, 0},
+        {"KiB", -1, 0},      {"-1", -1, 0},         {"1.5MiB", -1, 0},    {"", -1, 0},
+        {"17179869184GiB", -1, 0}, {"99999999999999999999", -1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t bytes = 0;
+        int rc = config_parse_size(cases[i].text, &bytes);
+        cr_expect_eq(rc, cases[i].rc, "\"%s\": rc %d", cases[i].text, rc);
+        if (rc == 0 && cases[i].rc == 0)
+            cr_expect_eq(bytes, cases[i].bytes, "\"%s\"", cases[i].text);
+    }
+}
+
+Test(config, address_table)
+{
+    static const struct { const char *text; int rc; int family; const char *ip; int port; } cases[] = {
+        {"0.0.0.0:22623", 0, AF_INET, "0.0.0.0", 22623},
+        {"127.0.0.1:0", 0, AF_INET, "127.0.0.1", 0},
+        {":22623", 0, AF_INET, "0.0.0.0", 22623},
+        {"[::]:22623", 0, AF_INET6, "::", 22623},
+        {"[::1]:8443", 0, AF_INET6, "::1", 8443},
+        {"[2001:db8::7]:65535", 0, AF_INET6, "2001:db8::7", 65535},
+        {"127.0.0.1", -1, 0, NULL, 0},
+        {"127.0.0.1:", -1, 0, NULL, 0},
+        {"127.0.0.1:65536", -1, 0, NULL, 0},
+        {"127.0.0.1:-1", -1, 0, NULL, 0},
+        {"127.0.0.1:80x", -1, 0, NULL, 0},
+        {"localhost:22623", -1, 0, NULL, 0},
+        {"mcs.example.com:22623", -1, 0, NULL, 0},
+        {"::1:8443", -1, 0, NULL, 0},
+        {"[::1]", -1, 0, NULL, 0},
+        {"[::1:8443", -1, 0, NULL, 0},
+        {"[127.0.0.1]:80", -1, 0, NULL, 0},
+        {"256.0.0.1:80", -1, 0, NULL, 0},
+        {"", -1, 0, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        config_addr_t a;
+        int rc = config_parse_addr(cases[i].text, &a);
+        cr_expect_eq(rc, cases[i].rc, "\"%s\": rc %d", cases[i].text, rc);
+        if (rc != 0 || cases[i].rc != 0)
+            continue;
+        char ip[INET6_ADDRSTRLEN];
+        int port;
+        if (a.ss.ss_family == AF_INET) {
+            const struct sockaddr_in *sin = (const struct sockaddr_in *)&a.ss;
+            inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof ip);
+            port = ntohs(sin->sin_port);
+            cr_expect_eq(a.len, sizeof *sin);
+        } else {
+            const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&a.ss;
+            inet_ntop(AF_INET6, &sin6->sin6_addr, ip, sizeof ip);
+            port = ntohs(sin6->sin6_port);
+            cr_expect_eq(a.len, sizeof *sin6);
+        }
+        cr_expect_eq(a.ss.ss_family, cases[i].family, "\"%s\"", cases[i].text);
+        cr_expect_str_eq(ip, cases[i].ip, "\"%s\"", cases[i].text);
+        cr_expect_eq(port, cases[i].port, "\"%s\"", cases[i].text);
+        cr_expect_str_eq(a.text, cases[i].text);
+    }
+}
+
+Test(config, upstream_address_must_be_a_connectable_ip)
+{
+    expect_error(MINIMAL "upstream: {address: \"0.0.0.0:22633\"}\n",
+                 "t.yaml:3:21: upstream.address: invalid address \"0.0.0.0:22633\": name a specific IP, not a wildcard");
+    expect_error(MINIMAL "upstream: {address: \"127.0.0.1:0\"}\n",
+                 "t.yaml:3:21: upstream.address: invalid address \"127.0.0.1:0\": port 0 cannot be connected to");
+}
+
+/* --- Files. */
+
+static char tmpdir[64];
+
+static void make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/skewgate-config-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(config_file, unreadable_empty_and_directory_fail_cleanly)
+{
+    make_tmpdir();
+    char path[128], expected[256];
+
+    snprintf(path, sizeof path, "%s/missing.yaml", tmpdir);
+    cr_expect_null(config_load(path, err, sizeof err));
+    snprintf(expected, sizeof expected, "%s: cannot open: No such file or directory", path);
+    cr_expect_str_eq(err, expected);
+
+    snprintf(path, sizeof path, "%s/empty.yaml", tmpdir);
+    write_file(path, "");
+    cr_expect_null(config_load(path, err, sizeof err));
+    snprintf(expected, sizeof expected, "%s:1:1: empty document", path);
+    cr_expect_str_eq(err, expected);
+    unlink(path);
+
+    cr_expect_null(config_load(tmpdir, err, sizeof err));
+    snprintf(expected, sizeof expected, "%s: cannot read: Is a directory", tmpdir);
+    cr_expect_str_eq(err, expected);
+    rmdir(tmpdir);
+}
+
+Test(config_file, relative_paths_follow_the_config_file)
+{
+    make_tmpdir();
+    char path[128], expected[128];
+    snprintf(path, sizeof path, "%s/gate.yaml", tmpdir);
+    write_file(path, "listeners:\n  - address: \"127.0.0.1:0\"\n    tls: {certificate: certs/tls.crt, key: /k.pem}\n");
+    config_t *cfg = config_load(path, err, sizeof err);
+    cr_assert_not_null(cfg, "%s", err);
+    snprintf(expected, sizeof expected, "%s/certs/tls.crt", tmpdir);
+    cr_expect_str_eq(cfg->listeners[0].tls.certificate, expected);
+    cr_expect_str_eq(cfg->listeners[0].tls.key, "/k.pem");
+    cr_expect_str_eq(cfg->path, path);
+    config_free(cfg);
+    unlink(path);
+    rmdir(tmpdir);
+}
+
+/* --- skewgate check. */
+
+static void redirect_both(void)
+{
+    cr_redirect_stdout();
+    cr_redirect_stderr();
+}
+
+Test(cmd_check, valid_file_prints_ok, .init = redirect_both)
+{
+    char *argv[] = {"check", "-c", SRCDIR "/conf/skewgate.yaml", NULL};
+    cr_expect_eq(cmd_check(3, argv), 0);
+    fflush(stdout);
+    cr_expect_stdout_eq_str(SRCDIR "/conf/skewgate.yaml: ok\n");
+}
+
+Test(cmd_check, invalid_file_prints_the_error_and_exits_2, .init = redirect_both)
+{
+    make_tmpdir();
+    char path[128], expected[256];
+    snprintf(path, sizeof path, "%s/bad.yaml", tmpdir);
+    write_file(path, MINIMAL "reject: {mode: drop}\n");
+    char *argv[] = {"check", "--config", path, NULL};
+    cr_expect_eq(cmd_check(3, argv), 2);
+    unlink(path);
+    rmdir(tmpdir);
+    fflush(stderr);
+    snprintf(expected, sizeof expected,
+             "%s:3:16: reject.mode: invalid value \"drop\": expected one of hold, deny, explain\n", path);
+    cr_expect_stderr_eq_str(expected);
+}
+
+Test(cmd_check, usage, .init = redirect_both)
+{
+    char *help[] = {"check", "--help", NULL};
+    char *missing[] = {"check", NULL};
+    char *dangling[] = {"check", "-c", NULL};
+    cr_expect_eq(cmd_check(2, help), 0);
+    cr_expect_eq(cmd_check(1, missing), 2);
+    cr_expect_eq(cmd_check(2, dangling), 2);
+}
