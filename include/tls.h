@@ -15,7 +15,14 @@
  * record, and after SSL_ERROR_WANT_WRITE/WANT_READ it must be called again
  * with the same bytes at the front of the buffer (the address may change,
  * the length may grow but not shrink). Drain the source by exactly what
- * SSL_write() returned, never before. */
+ * SSL_write() returned, never before. Either call can also want the other
+ * direction (SSL_read WANT_WRITE, SSL_write WANT_READ, e.g. a TLS 1.3
+ * KeyUpdate). Empty the thread's error queue (ERR_clear_error) before each
+ * call whose result goes to SSL_get_error(), or a stale entry turns a
+ * WANT_READ into SSL_ERROR_SSL. An EOF without close_notify reads as
+ * SSL_ERROR_ZERO_RETURN (SSL_OP_IGNORE_UNEXPECTED_EOF): the HTTP framing
+ * must tell a cut body from a finished one. OpenSSL's socket BIO writes
+ * with plain write(2), so the process must ignore SIGPIPE. */
 #ifndef SKEWGATE_TLS_H
 #define SKEWGATE_TLS_H
 
@@ -50,7 +57,11 @@ SSL_CTX *tls_server_ctx_new(const config_tls_server_t *cfg, char *err, size_t er
  * Once a response has been read on a connection (TLS 1.3 tickets arrive
  * after the handshake, so not earlier), take s = SSL_get1_session(ssl) and
  * if SSL_SESSION_is_resumable(s) replace the kept one (SSL_SESSION_free the
- * old), else free s. SSL_session_reused(ssl) tells whether it worked. */
+ * old), else free s. SSL_session_reused(ssl) tells whether it worked.
+ * Close a healthy connection with one SSL_shutdown() (it sends our
+ * close_notify; there is no need to wait for the peer's) before SSL_free():
+ * freeing it without marks its session, the very object kept, unresumable.
+ * After an error that is what we want. */
 SSL_CTX *tls_client_ctx_new(const config_upstream_t *up, char *err, size_t errlen);
 
 /* Per-connection client setup, after SSL_new() and before connecting: SNI
