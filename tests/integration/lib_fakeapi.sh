@@ -8,6 +8,7 @@
 #   fa_kubectl ARGS...           # kubectl against the fake ($FA_DIR/kubeconfig)
 #   fa_ctl '{"fault":"drop_watches"}'   # control endpoint (POST /_fake/fault)
 #   fa_stats                     # GET /_fake/stats (JSON on stdout)
+#   fa_stop [PID]                # stop the fake (or PID) now
 #   fa_spawn OUT ERR CMD...      # start CMD in the background, killed at exit
 #   fa_wait SECONDS WHAT CMD...  # poll CMD every 50 ms until it succeeds, or fail
 #   fa_fail MSG                  # print MSG, fail the test
@@ -129,6 +130,22 @@ fa_start() {
   FA_URL="https://127.0.0.1:$FA_PORT"
   fa_kubeconfig "$FA_DIR/kubeconfig"
   fa_log "fakeapi pid $FA_PID on $FA_URL"
+}
+
+# fa_stop [PID]: stops a process started here (default: the fake), bounded.
+fa_stop() {
+  local pid=${1:-$FA_PID} i keep=()
+  [ -n "$pid" ] || return 0
+  kill "$pid" 2>/dev/null || true
+  for ((i = 0; i < 40; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null || true; fi
+  wait "$pid" 2>/dev/null || true
+  for i in "${FA_PIDS[@]}"; do [ "$i" = "$pid" ] || keep+=("$i"); done
+  FA_PIDS=("${keep[@]}")
+  if [ "$pid" = "$FA_PID" ]; then FA_PID=; fi
 }
 
 # fa_kubeconfig FILE [TOKEN]
