@@ -1216,7 +1216,8 @@ class Handler(BaseHTTPRequestHandler):
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
     def discovery(self, path):
-        host = "%s:%d" % (self.server.server_address[0], self.server.server_address[1])
+        h, p = self.server.server_address[0], self.server.server_address[1]
+        host = ("[%s]:%d" if ":" in h else "%s:%d") % (h, p)
         gv = {"groupVersion": GV, "version": VERSION}
         if path == "/version":
             v = self.server.args.server_version

@@ -13,6 +13,10 @@
 #   fa_wait SECONDS WHAT CMD...  # poll CMD every 50 ms until it succeeds, or fail
 #   fa_fail MSG                  # print MSG, fail the test
 #
+# After fa_start, point a client (skewgate) at: server $FA_URL, CA file
+# $FA_DIR/pki/ca.crt, token file $FA_DIR/token (rewrite it to rotate the token;
+# the fake re-reads it on every request).  The fake's log is $FA_DIR/fakeapi.log.
+#
 # Everything runs on loopback; every process started here is killed by id at
 # exit; every wait is bounded.  Needs bash, python3 (+ python3-yaml for YAML
 # seeds), openssl, curl, kubectl (only for fa_kubectl).
