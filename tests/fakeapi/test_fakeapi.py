@@ -1,0 +1,483 @@
+#!/usr/bin/python3
+"""Protocol tests for fakeapi.py: the watch stream, faults and control API,
+checked on the wire with http.client (run by tests/integration/t_fakeapi_protocol.sh,
+or directly: /usr/bin/python3 tests/fakeapi/test_fakeapi.py)."""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVER = os.path.join(HERE, "fakeapi.py")
+BASE = "/apis/operator.openshift.io/v1/machineconfigurations"
+TOKEN = "protocol-test-token"
+
+SEED = {
+    "apiVersion": "operator.openshift.io/v1", "kind": "MachineConfiguration",
+    "metadata": {"name": "cluster", "resourceVersion": "100"},
+    "spec": {"logLevel": "Normal"},
+    "status": {"bootImageSkewEnforcementStatus": {
+        "mode": "Automatic", "automatic": {"ocpVersion": "4.18.2", "rhcosVersion": "9.6.20250523-1"}}},
+}
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return ""
+
+
+class Fake:
+    """One fakeapi process on a kernel-chosen loopback port."""
+
+    def __init__(self, tmp, *extra):
+        self.tmp = tmp
+        pki = os.path.join(tmp, "pki")
+        if not os.path.exists(os.path.join(pki, "ca.crt")):
+            subprocess.run([os.path.join(HERE, "mkcerts.sh"), pki], check=True)
+        with open(os.path.join(tmp, "token"), "w") as f:
+            f.write(TOKEN + "\n")
+        with open(os.path.join(tmp, "seed.json"), "w") as f:
+            json.dump(SEED, f)
+        port_file = os.path.join(tmp, "port")
+        if os.path.exists(port_file):
+            os.unlink(port_file)
+        self.log = open(os.path.join(tmp, "fakeapi.log"), "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, SERVER, "--cert", os.path.join(pki, "server.crt"),
+             "--key", os.path.join(pki, "server.key"), "--token-file", os.path.join(tmp, "token"),
+             "--port-file", port_file, "--object", os.path.join(tmp, "seed.json")] + list(extra),
+            stdout=subprocess.DEVNULL, stderr=self.log)
+        deadline = time.monotonic() + 10
+        while not _read(port_file):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("fakeapi did not start")
+            time.sleep(0.05)
+        self.port = int(_read(port_file))
+        self.ctx = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.log.close()
+
+    def conn(self, timeout=10):
+        return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None, token=TOKEN, conn=None):
+        c = conn or self.conn()
+        h = {"Accept": "application/json"}
+        if token is not None:
+            h["Authorization"] = "Bearer " + token
+        h.update(headers or {})
+        if body is not None and not isinstance(body, (bytes, str)):
+            body = json.dumps(body)
+            h.setdefault("Content-Type", "application/json")
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        if conn is None:
+            c.close()
+        return r.status, (json.loads(data) if data and r.getheader("Content-Type", "").startswith("application/json")
+                          else data), r
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def ctl(self, **req):
+        st, body, _ = self.request("POST", "/_fake/fault", body=req, token=None)
+        assert st == 200, (st, body)
+        return body
+
+    def stats(self):
+        st, body, _ = self.request("GET", "/_fake/stats", token=None)
+        assert st == 200
+        return body
+
+    def wait(self, cond, what, secs=10):
+        deadline = time.monotonic() + secs
+        while time.monotonic() < deadline:
+            if cond():
+                return
+            time.sleep(0.05)
+        raise AssertionError("timed out waiting for " + what)
+
+
+class Watch:
+    """A watch stream read on a background thread into a list of events.  The
+    chunked framing is parsed here, strictly, so that a clean end (the
+    terminating zero-size chunk) can be told from a cut connection."""
+
+    def __init__(self, fake, query, headers=None):
+        raw = socket.create_connection(("127.0.0.1", fake.port), timeout=30)
+        self.sock = fake.ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+        h = {"Host": "127.0.0.1:%d" % fake.port, "Authorization": "Bearer " + TOKEN,
+             "Accept": "application/json", "User-Agent": "fakeapi-test"}
+        h.update(headers or {})
+        req = "GET %s?%s HTTP/1.1\r\n" % (BASE, query) + "".join("%s: %s\r\n" % kv for kv in h.items()) + "\r\n"
+        self.sock.sendall(req.encode())
+        self.f = self.sock.makefile("rb")
+        self.status = int(self.f.readline().split()[1])
+        self.headers = {}
+        while True:
+            line = self.f.readline().decode()
+            if line in ("\r\n", "\n", ""):
+                break
+            k, v = line.split(":", 1)
+            self.headers[k.strip().lower()] = v.strip()
+        assert self.status == 200, self.status
+        assert self.headers.get("transfer-encoding") == "chunked", self.headers
+        self.events = []
+        self.end = None       # "clean", "incomplete", "error:..."
+        self.lock = threading.Lock()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self):
+        buf = b""
+        try:
+            while True:
+                size_line = self.f.readline()
+                if not size_line.endswith(b"\r\n"):
+                    self.end = "incomplete"
+                    return
+                size = int(size_line.split(b";")[0], 16)
+                if size == 0:
+                    self.end = "clean" if self.f.readline() == b"\r\n" else "incomplete"
+                    return
+                data = self.f.read(size)
+                if len(data) != size or self.f.read(2) != b"\r\n":
+                    self.end = "incomplete"
+                    return
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    try:
+                        ev = json.loads(line)
+                    except ValueError:
+                        ev = {"type": "<garbage>", "line": line.decode(errors="replace") + "\n"}
+                    with self.lock:
+                        self.events.append(ev)
+        except Exception as e:  # noqa: BLE001 - any failure ends the stream
+            self.end = "error:%s" % e.__class__.__name__
+
+    def types(self):
+        with self.lock:
+            return [e["type"] for e in self.events]
+
+    def wait_for(self, pred, what, secs=10):
+        deadline = time.monotonic() + secs
+        while time.monotonic() < deadline:
+            with self.lock:
+                for e in self.events:
+                    if pred(e):
+                        return e
+            time.sleep(0.05)
+        raise AssertionError("timed out waiting for %s; got %s" % (what, self.types()))
+
+    def wait_end(self, secs=10):
+        self.t.join(secs)
+        if self.t.is_alive():
+            raise AssertionError("watch did not end within %ss; got %s" % (secs, self.types()))
+        return self.end
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+class FakeApiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="fakeapi-test.")
+        cls.fake = Fake(cls.tmp, "--bookmark-interval", "0.3", "--history", "5", "--too-large-wait", "0.5")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.stop()
+        if os.environ.get("FA_KEEP") != "1":
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        f = self.fake
+        f.ctl(fault="clear")
+        f.ctl(fault="config", status_on_main=False, validate=True, bookmark_interval=0.3, too_large_wait=0.5)
+        f.ctl(fault="set_object", object=SEED)
+        self.watches = []
+
+    def tearDown(self):
+        for w in self.watches:
+            w.close()
+        self.fake.wait(lambda: self.fake.stats()["currentWatchers"] == 0, "watchers to go away")
+
+    def watch(self, query, **kw):
+        w = Watch(self.fake, query, **kw)
+        self.watches.append(w)
+        return w
+
+    def current_rv(self):
+        st, obj, _ = self.fake.get(BASE + "/cluster")
+        self.assertEqual(st, 200)
+        return int(obj["metadata"]["resourceVersion"])
+
+    # -- plain requests --
+    def test_auth(self):
+        for token in (None, "wrong"):
+            st, body, _ = self.fake.get(BASE + "/cluster", token=token)
+            self.assertEqual(st, 401)
+            self.assertEqual(body, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                    "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+        self.assertFalse(self.fake.stats()["lastTokenValid"])
+        st, _, _ = self.fake.get("/version")
+        self.assertEqual(st, 200)
+        self.assertTrue(self.fake.stats()["lastTokenValid"])
+
+    def test_keepalive_and_list(self):
+        c = self.fake.conn()
+        st, lst, r = self.fake.get(BASE, conn=c)
+        self.assertEqual(st, 200)
+        self.assertEqual(lst["kind"], "MachineConfigurationList")
+        self.assertEqual(lst["metadata"]["resourceVersion"], str(self.current_rv()))
+        self.assertEqual([i["metadata"]["name"] for i in lst["items"]], ["cluster"])
+        sock = c.sock
+        st, lst, _ = self.fake.get(BASE + "?fieldSelector=metadata.name%3Dother", conn=c)
+        self.assertIs(c.sock, sock, "connection was not kept alive")
+        self.assertEqual(lst["items"], [])
+        st, lst, _ = self.fake.get(BASE + "?labelSelector=a%20in%20(b,c)", conn=c)
+        self.assertEqual((st, lst["items"]), (200, []))
+        st, body, _ = self.fake.get(BASE + "?fieldSelector=spec.x%3D1", conn=c)
+        self.assertEqual((st, body["reason"]), (400, "BadRequest"))
+        c.close()
+
+    def test_not_found(self):
+        st, body, _ = self.fake.get(BASE + "/nope")
+        self.assertEqual(st, 404)
+        self.assertEqual(body["reason"], "NotFound")
+        self.assertEqual(body["message"], 'machineconfigurations.operator.openshift.io "nope" not found')
+        self.assertEqual(body["details"], {"name": "nope", "group": "operator.openshift.io",
+                                           "kind": "machineconfigurations"})
+
+    def test_update_conflict_and_noop(self):
+        st, obj, _ = self.fake.get(BASE + "/cluster")
+        rv = obj["metadata"]["resourceVersion"]
+        stale = json.loads(json.dumps(obj))
+        obj["spec"]["logLevel"] = "Debug"
+        st, new, _ = self.fake.request("PUT", BASE + "/cluster", body=obj)
+        self.assertEqual(st, 200, new)
+        self.assertGreater(int(new["metadata"]["resourceVersion"]), int(rv))
+        self.assertEqual(new["metadata"]["generation"], obj["metadata"]["generation"] + 1)
+        st, body, _ = self.fake.request("PUT", BASE + "/cluster", body=stale)
+        self.assertEqual((st, body["reason"]), (409, "Conflict"))
+        # a no-op patch gets no new resourceVersion
+        st, same, _ = self.fake.request("PATCH", BASE + "/cluster", body={"spec": {"logLevel": "Debug"}},
+                                        headers={"Content-Type": "application/merge-patch+json"})
+        self.assertEqual(same["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"])
+        # a patch carrying a stale resourceVersion conflicts
+        st, body, _ = self.fake.request("PATCH", BASE + "/cluster",
+                                        body={"metadata": {"resourceVersion": rv}, "spec": {"logLevel": "Trace"}},
+                                        headers={"Content-Type": "application/merge-patch+json"})
+        self.assertEqual(st, 409)
+
+    def test_status_on_main_knob(self):
+        patch = {"status": {"bootImageSkewEnforcementStatus": {"mode": "None", "automatic": None}}}
+        hdr = {"Content-Type": "application/merge-patch+json"}
+        st, obj, _ = self.fake.request("PATCH", BASE + "/cluster", body=patch, headers=hdr)
+        self.assertEqual(obj["status"]["bootImageSkewEnforcementStatus"]["mode"], "Automatic")
+        self.fake.ctl(fault="config", status_on_main=True)
+        st, obj, _ = self.fake.request("PATCH", BASE + "/cluster", body=patch, headers=hdr)
+        self.assertEqual(obj["status"]["bootImageSkewEnforcementStatus"], {"mode": "None"})
+
+    def test_status_500(self):
+        self.fake.ctl(fault="status_500", count=2, kinds=["get"])
+        st, _, _ = self.fake.get("/version")
+        self.assertEqual(st, 200, "a discovery request is not of kind get")
+        for _ in range(2):
+            st, body, _ = self.fake.get(BASE + "/cluster")
+            self.assertEqual((st, body["reason"], body["code"]), (500, "InternalError", 500))
+        st, _, _ = self.fake.get(BASE + "/cluster")
+        self.assertEqual(st, 200)
+        self.fake.ctl(fault="fail", count=1, code=429, retry_after=2)
+        st, body, r = self.fake.get(BASE)
+        self.assertEqual((st, body["reason"], r.getheader("Retry-After")), (429, "TooManyRequests", "2"))
+
+    def test_stall(self):
+        self.fake.ctl(fault="stall", seconds=0.6)
+        t0 = time.monotonic()
+        st, _, _ = self.fake.get(BASE + "/cluster")
+        self.assertEqual(st, 200)
+        self.assertGreaterEqual(time.monotonic() - t0, 0.45)
+        self.fake.ctl(fault="stall", seconds=30)
+        self.fake.ctl(fault="clear")
+        t0 = time.monotonic()
+        self.fake.get(BASE + "/cluster")
+        self.assertLess(time.monotonic() - t0, 5)
+
+    # -- watches --
+    def test_watch_events_and_bookmarks(self):
+        rv = self.current_rv()
+        w = self.watch("watch=1&allowWatchBookmarks=true&resourceVersion=%d&timeoutSeconds=20" % rv)
+        bm = w.wait_for(lambda e: e["type"] == "BOOKMARK", "a bookmark")
+        self.assertEqual(bm["object"], {"kind": "MachineConfiguration", "apiVersion": "operator.openshift.io/v1",
+                                        "metadata": {"resourceVersion": str(rv)}})
+        obj = dict(SEED, spec={"logLevel": "Debug"})
+        self.fake.ctl(fault="set_object", object=obj)
+        m = w.wait_for(lambda e: e["type"] == "MODIFIED", "MODIFIED")
+        self.assertEqual(m["object"]["spec"], {"logLevel": "Debug"})
+        self.assertGreater(int(m["object"]["metadata"]["resourceVersion"]), rv)
+        self.fake.ctl(fault="delete_object", name="cluster")
+        d = w.wait_for(lambda e: e["type"] == "DELETED", "DELETED")
+        self.assertGreater(int(d["object"]["metadata"]["resourceVersion"]),
+                           int(m["object"]["metadata"]["resourceVersion"]))
+        self.fake.ctl(fault="set_object", object=SEED)
+        a = w.wait_for(lambda e: e["type"] == "ADDED", "ADDED")
+        self.assertEqual(a["object"]["metadata"]["generation"], 1)
+        later = w.wait_for(lambda e: e["type"] == "BOOKMARK" and
+                           e["object"]["metadata"]["resourceVersion"] == a["object"]["metadata"]["resourceVersion"],
+                           "a bookmark at the newest resourceVersion")
+        self.assertTrue(later)
+
+    def test_watch_no_bookmarks_unless_asked(self):
+        rv = self.current_rv()
+        w = self.watch("watch=true&resourceVersion=%d&timeoutSeconds=1" % rv)
+        self.assertEqual(w.wait_end(5), "clean")
+        self.assertEqual(w.types(), [])
+
+    def test_watch_timeout_ends_cleanly(self):
+        rv = self.current_rv()
+        t0 = time.monotonic()
+        w = self.watch("watch=1&allowWatchBookmarks=true&resourceVersion=%d&timeoutSeconds=1" % rv)
+        self.assertEqual(w.wait_end(5), "clean")
+        self.assertGreaterEqual(time.monotonic() - t0, 0.9)
+        self.assertIn("BOOKMARK", w.types())
+
+    def test_watch_replays_from_rv(self):
+        rv0 = self.current_rv()
+        for lvl in ("Debug", "Trace"):
+            self.fake.ctl(fault="set_object", object=dict(SEED, spec={"logLevel": lvl}))
+        w = self.watch("watch=1&resourceVersion=%d&timeoutSeconds=5" % rv0)
+        w.wait_for(lambda e: e["type"] == "MODIFIED" and e["object"]["spec"]["logLevel"] == "Trace", "replay")
+        self.assertEqual([e["object"]["spec"]["logLevel"] for e in w.events[:2]], ["Debug", "Trace"])
+        # resourceVersion "0" / unset: the current state as ADDED
+        w0 = self.watch("watch=1&resourceVersion=0&timeoutSeconds=5")
+        a = w0.wait_for(lambda e: e["type"] == "ADDED", "initial ADDED")
+        self.assertEqual(a["object"]["spec"]["logLevel"], "Trace")
+
+    def test_watch_too_old_gives_410(self):
+        rv0 = self.current_rv()
+        for i in range(6):  # history window is 5 events
+            self.fake.ctl(fault="set_object", object=dict(SEED, spec={"logLevel": "Debug" if i % 2 else "Trace"}))
+        w = self.watch("watch=1&resourceVersion=%d" % rv0)
+        self.assertEqual(w.wait_end(5), "clean")
+        self.assertEqual(len(w.events), 1)
+        e = w.events[0]
+        self.assertEqual(e["type"], "ERROR")
+        self.assertEqual((e["object"]["kind"], e["object"]["code"], e["object"]["reason"]), ("Status", 410, "Expired"))
+        self.assertRegex(e["object"]["message"], r"^too old resource version: %d \(\d+\)$" % rv0)
+
+    def test_expire(self):
+        rv0 = self.current_rv()
+        self.fake.ctl(fault="set_object", object=dict(SEED, spec={"logLevel": "Debug"}))
+        live = self.watch("watch=1&resourceVersion=%d" % self.current_rv())
+        self.fake.wait(lambda: self.fake.stats()["currentWatchers"] >= 1, "watch open")
+        self.fake.ctl(fault="expire")
+        w = self.watch("watch=1&resourceVersion=%d" % rv0)
+        self.assertEqual(w.wait_end(5), "clean")
+        self.assertEqual(w.events[0]["object"]["code"], 410)
+        # an up-to-date watch survives a plain expire, and ends with 410 on notify
+        self.fake.ctl(fault="expire", notify=True)
+        e = live.wait_for(lambda e: e["type"] == "ERROR", "410 on the open watch")
+        self.assertEqual(e["object"]["code"], 410)
+        self.assertEqual(live.wait_end(5), "clean")
+
+    def test_too_large_rv(self):
+        w = self.watch("watch=1&resourceVersion=%d" % (self.current_rv() + 1000))
+        self.assertEqual(w.wait_end(5), "clean")
+        e = w.events[0]
+        self.assertEqual((e["type"], e["object"]["code"], e["object"]["reason"]), ("ERROR", 504, "Timeout"))
+        self.assertEqual(e["object"]["details"]["causes"][0]["reason"], "ResourceVersionTooLarge")
+
+    def test_drop_watches(self):
+        w = self.watch("watch=1&resourceVersion=%d" % self.current_rv())
+        w2 = self.watch("watch=1&allowWatchBookmarks=true&resourceVersion=%d" % self.current_rv())
+        self.fake.wait(lambda: self.fake.stats()["currentWatchers"] >= 2, "two watches")
+        self.assertEqual(self.fake.ctl(fault="drop_watches")["dropped"], 2)
+        self.assertEqual(w.wait_end(5), "incomplete")     # no terminating chunk
+        self.assertEqual(w2.wait_end(5), "incomplete")
+        w3 = self.watch("watch=1&resourceVersion=%d" % self.current_rv())
+        self.fake.wait(lambda: self.fake.stats()["currentWatchers"] >= 1, "a new watch")
+        self.fake.ctl(fault="drop_watches", rst=True)
+        self.assertIn(w3.wait_end(5), ("incomplete", "error:ConnectionResetError", "error:SSLError"))
+
+    def test_garbage_and_watch_error(self):
+        w = self.watch("watch=1&resourceVersion=%d" % self.current_rv())
+        self.fake.wait(lambda: self.fake.stats()["currentWatchers"] >= 1, "watch open")
+        self.fake.ctl(fault="garbage", text="<html>proxy error</html>")
+        g = w.wait_for(lambda e: e["type"] == "<garbage>", "garbage")
+        self.assertEqual(g["line"], "<html>proxy error</html>\n")
+        self.fake.ctl(fault="watch_error", code=500, message="boom")
+        e = w.wait_for(lambda e: e["type"] == "ERROR", "ERROR")
+        self.assertEqual((e["object"]["code"], e["object"]["message"]), (500, "boom"))
+        self.assertEqual(w.wait_end(5), "clean")
+
+    def test_stall_watches(self):
+        w = self.watch("watch=1&resourceVersion=%d" % self.current_rv())
+        self.fake.wait(lambda: self.fake.stats()["currentWatchers"] >= 1, "watch open")
+        self.fake.ctl(fault="stall", seconds=0.8, watches=True)
+        t0 = time.monotonic()
+        self.fake.ctl(fault="set_object", object=dict(SEED, spec={"logLevel": "Debug"}))
+        w.wait_for(lambda e: e["type"] == "MODIFIED", "MODIFIED after the stall")
+        self.assertGreaterEqual(time.monotonic() - t0, 0.5)
+
+    def test_send_initial_events(self):
+        w = self.watch("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                       "&allowWatchBookmarks=true&timeoutSeconds=3")
+        bm = w.wait_for(lambda e: e["type"] == "BOOKMARK", "initial-events-end bookmark")
+        self.assertEqual(bm["object"]["metadata"]["annotations"], {"k8s.io/initial-events-end": "true"})
+        self.assertEqual(w.types()[0], "ADDED")
+
+    def test_field_selector_filters_events_but_bookmarks_advance(self):
+        rv = self.current_rv()
+        w = self.watch("watch=1&allowWatchBookmarks=true&fieldSelector=metadata.name%%3Dother&resourceVersion=%d" % rv)
+        self.fake.ctl(fault="set_object", object=dict(SEED, spec={"logLevel": "Debug"}))
+        new_rv = self.current_rv()
+        w.wait_for(lambda e: e["type"] == "BOOKMARK" and int(e["object"]["metadata"]["resourceVersion"]) >= new_rv,
+                   "a bookmark past the filtered event")
+        self.assertNotIn("MODIFIED", w.types())
+
+    def test_client_close_is_noticed(self):
+        w = self.watch("watch=1&resourceVersion=%d" % self.current_rv())
+        self.fake.wait(lambda: self.fake.stats()["currentWatchers"] >= 1, "watch open")
+        w.close()
+        self.fake.wait(lambda: self.fake.stats()["currentWatchers"] == 0, "the server to notice", 5)
+
+    def test_stats(self):
+        s = self.fake.stats()
+        for k in ("requestsByKind", "requestsByCode", "currentWatchers", "watchesTotal", "lastTokenValid",
+                  "resourceVersion", "historyFloor", "objects", "recentRequests"):
+            self.assertIn(k, s)
+        self.assertEqual(s["objects"], ["cluster"])
+        self.assertFalse(any(TOKEN in json.dumps(r) for r in s["recentRequests"]))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
