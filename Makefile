@@ -59,14 +59,14 @@ $(BUILD)/obj $(BUILD)/unit:
 	mkdir -p $@
 
 unit: deps $(UNIT_BIN)
-	$(UNIT_BIN) --jobs 2
+	./tools/run-checked $(UNIT_BIN) --jobs 2
 
 integration: deps $(BIN)
 	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./tests/integration/run
 
 test: deps
 	$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
-	$(UNIT_BIN) --jobs 2
+	./tools/run-checked $(UNIT_BIN) --jobs 2
 	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./tests/integration/run
 
 check-conf: $(BIN)
