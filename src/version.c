@@ -12,8 +12,8 @@
 
 /* RHCOS timestamp widths: the only two the API's regex admits, and the only
  * thing that tells the two schemes apart (see version_parse_rhcos). */
-#define RHCOS_DATE_DIGITS 8        /* new scheme: YYYYMMDD */
-#define RHCOS_TIMESTAMP_DIGITS 12  /* legacy scheme: YYYYMMDDHHmm */
+#define RHCOS_DATE_DIGITS 8       /* new scheme: YYYYMMDD */
+#define RHCOS_TIMESTAMP_DIGITS 12 /* legacy scheme: YYYYMMDDHHmm */
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -70,9 +70,8 @@ int version_parse_ocp(const char *s, ocp_version_t *out)
         return -1;
     ocp_version_t v;
     const char *p = s;
-    if (take_component(&p, &v.major) || expect_char(&p, '.') ||
-        take_component(&p, &v.minor) || expect_char(&p, '.') ||
-        take_component(&p, &v.patch) || *p != '\0')
+    if (take_component(&p, &v.major) || expect_char(&p, '.') || take_component(&p, &v.minor) ||
+        expect_char(&p, '.') || take_component(&p, &v.patch) || *p != '\0')
         return -1;
     *out = v;
     return 0;
@@ -119,8 +118,8 @@ int version_parse_rhcos(const char *s, rhel_version_t *out)
         if (digits_to_u32(second, second_len, &v.minor) != 0)
             return -1;
     } else if (stamp_len == RHCOS_TIMESTAMP_DIGITS) {
-        if (second_len < 2)
-            return -1;
+        /* A one-digit field leaves no minor digits, which digits_to_u32
+         * refuses. */
         v.major = (uint32_t)(second[0] - '0');
         if (digits_to_u32(second + 1, second_len - 1, &v.minor) != 0)
             return -1;
@@ -137,8 +136,8 @@ int version_parse_rhel(const char *s, rhel_version_t *out)
         return -1;
     rhel_version_t v;
     const char *p = s;
-    if (take_component(&p, &v.major) || expect_char(&p, '.') ||
-        take_component(&p, &v.minor) || *p != '\0')
+    if (take_component(&p, &v.major) || expect_char(&p, '.') || take_component(&p, &v.minor) ||
+        *p != '\0')
         return -1;
     *out = v;
     return 0;

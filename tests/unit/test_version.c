@@ -108,8 +108,8 @@ Test(version_ocp, rejects_leading_and_trailing_junk)
 
 Test(version_ocp, enforces_length_5_to_10)
 {
-    ocp("4.1.0");        /* 5 */
-    ocp("0.0.123456");   /* 10 */
+    ocp("4.1.0");                       /* 5 */
+    ocp("0.0.123456");                  /* 10 */
     assert_ocp_rejected("4.1.");        /* 4 and malformed */
     assert_ocp_rejected("1234.567.89"); /* 11, well-formed otherwise */
     assert_ocp_rejected("99999999999.0.0");
@@ -163,10 +163,10 @@ Test(version_rhcos, legacy_needs_two_digits_in_second_field)
 
 Test(version_rhcos, rejects_date_widths_other_than_8_or_12)
 {
-    assert_rhcos_rejected("9.6.2025052-1");       /* 7 */
-    assert_rhcos_rejected("9.6.202505231-1");     /* 9 */
-    assert_rhcos_rejected("9.6.2025052312-1");    /* 10 */
-    assert_rhcos_rejected("9.6.20250523123-1");   /* 11 */
+    assert_rhcos_rejected("9.6.2025052-1");        /* 7 */
+    assert_rhcos_rejected("9.6.202505231-1");      /* 9 */
+    assert_rhcos_rejected("9.6.2025052312-1");     /* 10 */
+    assert_rhcos_rejected("9.6.20250523123-1");    /* 11 */
     assert_rhcos_rejected("9.66.2025052312345-1"); /* 13 */
     assert_rhcos_rejected("9.6.-1");
 }
@@ -194,8 +194,8 @@ Test(version_rhcos, rejects_junk_and_wrong_field_count)
 
 Test(version_rhcos, enforces_length_14_to_21)
 {
-    rhcos("9.6.20250523-1");              /* 14 */
-    rhcos("9.6.20250523-12345678");       /* 21 */
+    rhcos("9.6.20250523-1");                         /* 14 */
+    rhcos("9.6.20250523-12345678");                  /* 21 */
     assert_rhcos_rejected("9.6.20250523-123456789"); /* 22, well-formed otherwise */
     assert_rhcos_rejected("4180.94.202410090804-0"); /* 22 */
     assert_rhcos_rejected("");
