@@ -8,6 +8,9 @@
 #include <jansson.h>
 
 #define MCOBJ_ERR_LEN 512
+/* Larger inputs are refused: the real object is a few KiB, and the bound
+ * keeps a wrong file (or a stream on stdin) from filling memory. */
+#define MCOBJ_MAX_BYTES (8u << 20)
 
 /* Parses text (name is used in errors: a path or "<stdin>"). Returns the
  * MachineConfiguration (new reference), or NULL with "name:LINE:COL: problem"

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# skewgate verdict on every fixture object and on bad input: the exit status
+# (0 admit, 3 reject, 2 bad input), the verdict JSON on stdout, and one line
+# on stderr that names file:line:col.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+fixtures=$here/../fixtures/machineconfiguration
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# run WANT_STATUS ARGS...: skewgate verdict ARGS, output kept in $tmp/out and $tmp/err.
+run() {
+  local want=$1; shift
+  "$SKEWGATE_BIN" verdict "$@" >"$tmp/out" 2>"$tmp/err"
+  local status=$?
+  if [ "$status" -ne "$want" ]; then
+    fail "verdict $*: exit $status, want $want; stderr: $(cat "$tmp/err")"
+    return 1
+  fi
+}
+
+# field KEY: the verdict's top-level KEY from the last run's stdout.
+field() {
+  python3 -c '
+import json, sys
+try:
+    print(json.load(open(sys.argv[1])).get(sys.argv[2], "<absent>"))
+except ValueError:
+    print("<stdout is not JSON>")' "$tmp/out" "$1"
+}
+
+# expect_verdict DECISION REASON ARGS...
+expect_verdict() {
+  local decision=$1 reason=$2 status=0; shift 2
+  [ "$decision" = reject ] && status=3
+  run "$status" "$@" || return
+  local got
+  got="$(field decision) $(field reason)"
+  [ "$got" = "$decision $reason" ] || fail "verdict $*: got '$got', want '$decision $reason'"
+  [ -s "$tmp/err" ] && fail "verdict $*: unexpected stderr: $(cat "$tmp/err")"
+}
+
+# expect_bad_input PATTERN ARGS...: exit 2 and one stderr line matching PATTERN (grep -E).
+expect_bad_input() {
+  local pattern=$1; shift
+  run 2 "$@" || return
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "verdict $*: want one line on stderr, got: $(cat "$tmp/err")"
+  grep -qE "$pattern" "$tmp/err" || fail "verdict $*: stderr '$(cat "$tmp/err")' does not match '$pattern'"
+  [ -s "$tmp/out" ] && fail "verdict $*: unexpected stdout: $(cat "$tmp/out")"
+}
+
+# Every fixture, with the verdict its first line states (JSON has no comments:
+# its expectation is in the fixtures' README).
+checked=0
+for f in "$fixtures"/*.yaml "$fixtures"/*.json; do
+  [ -e "$f" ] || continue
+  case "$f" in
+    *.json) expected="admit Compliant"
+            [ "$(basename "$f")" = manual-ocp-compliant.json ] ||
+              { fail "$f: no expected verdict known for this JSON fixture"; continue; } ;;
+    *) expected=$(sed -n '1s/^# expected: \([a-z]*\), reason \([A-Za-z]*\).*/\1 \2/p' "$f")
+       [ -n "$expected" ] || { fail "$f: first line is not '# expected: DECISION, reason REASON'"; continue; } ;;
+  esac
+  # shellcheck disable=SC2086 # expected is "DECISION REASON"
+  expect_verdict $expected "$f"
+  checked=$((checked + 1))
+done
+[ "$checked" -ge 7 ] || fail "only $checked fixtures found in $fixtures"
+
+# stdin, YAML and JSON.
+expect_verdict admit EnforcementDisabled - <"$fixtures/none.yaml"
+expect_verdict admit Compliant - <"$fixtures/manual-ocp-compliant.json"
+
+# A kubectl get -o yaml List holding the object.
+{
+  printf 'apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: ""\nitems:\n'
+  sed '1d; 2s/^/- /; 3,$s/^/  /' "$fixtures/automatic-out-of-skew.yaml"
+} >"$tmp/list.yaml"
+expect_verdict reject OutOfSkew "$tmp/list.yaml"
+[ "$(field resourceVersion)" = 51240 ] || fail "List: resourceVersion $(field resourceVersion), want 51240"
+
+# The limits are options: a newer OCP limit rejects 4.18.2; a RHEL 8.1 limit admits RHEL 8.4.
+expect_verdict reject OutOfSkew --ocp-limit 4.19.0 "$fixtures/automatic-compliant.yaml"
+grep -q '"ocpVersion": "4.19.0"' "$tmp/out" || fail "--ocp-limit 4.19.0 not shown in the verdict: $(cat "$tmp/out")"
+expect_verdict admit Compliant --rhel-limit 8.1 "$fixtures/manual-rhcos-legacy-old.yaml"
+expect_verdict reject StatusUnset --when-unknown reject "$fixtures/status-unset.yaml"
+expect_verdict admit EnforcementDisabled --now 2026-11-01T12:00:00+02:00 "$fixtures/none.yaml"
+[ "$(field since)" = 2026-11-01T10:00:00Z ] || fail "--now: since $(field since), want 2026-11-01T10:00:00Z"
+
+# Bad input: exit 2, the problem on one line.
+printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster\n' >"$tmp/configmap.yaml"
+expect_bad_input "^skewgate verdict: $tmp/configmap.yaml:2:7: ConfigMap: expected kind MachineConfiguration" \
+  "$tmp/configmap.yaml"
+printf 'apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nstatus: {mode: [None}\n' >"$tmp/broken.yaml"
+expect_bad_input "^skewgate verdict: $tmp/broken.yaml:[0-9]+:[0-9]+: " "$tmp/broken.yaml"
+printf '{"apiVersion": "operator.openshift.io/v1",\n "kind": "MachineConfiguration",}\n' >"$tmp/broken.json"
+expect_bad_input "^skewgate verdict: $tmp/broken.json:2:33: " "$tmp/broken.json"
+expect_bad_input "^skewgate verdict: <stdin>: empty input$" - </dev/null
+expect_bad_input "^skewgate verdict: $tmp/missing.yaml: No such file" "$tmp/missing.yaml"
+expect_bad_input "bad --ocp-limit 'x'" --ocp-limit x "$fixtures/none.yaml"
+expect_bad_input "bad --rhel-limit '9'" --rhel-limit 9 "$fixtures/none.yaml"
+expect_bad_input "bad --when-unknown 'maybe'" --when-unknown maybe "$fixtures/none.yaml"
+expect_bad_input "bad --now" --now yesterday "$fixtures/none.yaml"
+expect_bad_input "bad option '--bogus'" --bogus "$fixtures/none.yaml"
+expect_bad_input "missing FILE" --ocp-limit 4.13.0
+
+if run 0 --help; then
+  grep -q '^usage: skewgate verdict' "$tmp/out" || fail "--help: no usage on stdout"
+fi
+
+echo "t_verdict_cli: $failures failure(s)"
+[ "$failures" -eq 0 ]
