@@ -87,21 +87,46 @@ typedef struct verdict {
 void verdict_limits_default(verdict_limits_t *limits);
 void verdict_policy_default(verdict_policy_t *policy);
 
-/* Implements DESIGN 1.6 row by row; always produces a verdict. */
+/* Implements DESIGN 1.6 row by row; always produces a verdict, whatever
+ * the shape of in->object (read only when state is SOURCE_PRESENT). Every
+ * string in *out is NUL-terminated, valid UTF-8 and free of control
+ * characters, truncated if need be. Readings the table leaves open:
+ * - rule 1: an override annotation that does not parse is ignored and the
+ *   message says so; an expired one is ignored silently.
+ * - rule 3: a status whose mode is missing or "" counts as unset (the MCO
+ *   has not filled it in yet).
+ * - rule 6: Progressing counts as settled only when its status is "False";
+ *   "Unknown" keeps the previous decision like "True".
+ * - rule 7: shapes the API server refuses are VersionUnparseable under
+ *   when_unparseable: a mode other than Automatic|Manual|None, Automatic
+ *   without automatic or without any version, Manual without manual, a
+ *   manual.mode other than OCPVersion|RHCOSVersion, Manual missing the
+ *   version its mode names or also holding the other one, a version that
+ *   is not a string. An empty version string counts as unset. In
+ *   Automatic mode a malformed rhcosVersion is not looked at when
+ *   ocpVersion is set (only the checked version matters, as for the MCO). */
 void verdict_compute(const verdict_input_t *in, verdict_t *out);
 
-/* Parses the annotation value "admit|reject[;until=RFC3339]". 0 or -1. */
+/* Parses the annotation value "admit|reject[;until=RFC3339]", strictly:
+ * lower-case words, no spaces. until takes Z or a +hh:mm/-hh:mm offset,
+ * and fractional seconds (dropped); it must lie after the epoch, since
+ * until == 0 means "no expiry". 0 (out->active set), or -1 (*out
+ * cleared). */
 int verdict_override_parse(const char *s, verdict_override_t *out);
 
 /* {decision, reason, settled, mode, bootImage:{ocpVersion,rhcosVersion},
- *  limit:{ocpVersion,rhelVersion}, message, resourceVersion, since} */
+ *  limit:{ocpVersion,rhelVersion}, message, resourceVersion, since}.
+ * Unset strings are ""; since is RFC 3339 UTC, or null while 0. */
 json_t *verdict_to_json(const verdict_t *v);
 
 const char *decision_name(decision_t d);              /* "admit" | "reject" */
 int decision_parse(const char *s, decision_t *out);   /* 0 or -1 */
 const char *verdict_reason_name(verdict_reason_t r);  /* "OutOfSkew", ... */
 
-/* Same decision and reason, and the same facts behind them. */
+/* Same decision and reason, and the same facts behind them: settled,
+ * mode, boot image versions, limits and message. resourceVersion and since
+ * are left out, so that a status update changing nothing the verdict rests
+ * on is not a new verdict. */
 bool verdict_equal(const verdict_t *a, const verdict_t *b);
 
 #endif

@@ -19,9 +19,10 @@ typedef struct rhel_version {
 int version_parse_ocp(const char *s, ocp_version_t *out);
 /* RHCOS build -> the RHEL version it is based on. New scheme
  * "9.6.20250523-1" (RHEL = major.minor), legacy "418.94.202410090804-0"
- * (second field: first digit major, rest minor). 0 or -1. */
+ * (second field: first digit major, rest minor). The scheme is chosen by
+ * the width of the third field: 8 digits new, 12 digits legacy. 0 or -1. */
 int version_parse_rhcos(const char *s, rhel_version_t *out);
-/* A RHEL limit as configured: "9.2". 0 or -1. */
+/* A RHEL limit as configured: "9.2" (^[0-9]+\.[0-9]+$). 0 or -1. */
 int version_parse_rhel(const char *s, rhel_version_t *out);
 
 /* <0, 0, >0 like strcmp, numeric per component. */
