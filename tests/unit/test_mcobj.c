@@ -1,10 +1,14 @@
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "mcobj.h"
+#include "verdict.h"
 
 static char err[MCOBJ_ERR_LEN];
 
@@ -222,4 +226,165 @@ Test(mcobj, load_names_a_missing_file)
     cr_expect_str_eq(err, "/nonexistent/mc.yaml: No such file or directory");
     cr_expect_null(mcobj_load("/", err, sizeof err));
     cr_expect_str_eq(err, "/: read error: Is a directory");
+}
+
+/* The sample objects. Tests read the repo's copy, so that they need nothing
+ * outside it; the shared folder they were copied from is compared with it
+ * when present (SKEWGATE_FIXTURES names it where it is not beside the repo). */
+#define FIXTURES SRCDIR "/tests/fixtures/machineconfiguration"
+#define SHARED_FIXTURES SRCDIR "/../shared/fixtures/machineconfiguration"
+
+/* A JSON file carries no "# expected:" line; the fixtures' README states these. */
+static const struct json_expectation {
+    const char *file, *decision, *reason;
+} json_expectations[] = {
+    {"manual-ocp-compliant.json", "admit", "Compliant"},
+};
+
+struct fixture {
+    char file[NAME_MAX + 1];
+};
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int is_object_file(const struct dirent *e)
+{
+    return has_suffix(e->d_name, ".yaml") || has_suffix(e->d_name, ".yml") || has_suffix(e->d_name, ".json");
+}
+
+static int is_visible_file(const struct dirent *e)
+{
+    return e->d_name[0] != '.';
+}
+
+static void free_fixtures(struct criterion_test_params *params)
+{
+    cr_free(params->params);
+}
+
+/* Listed when the tests are registered: a new fixture is tested without
+ * being named here. */
+ParameterizedTestParameters(fixtures, verdict_is_the_one_stated)
+{
+    struct dirent **entries;
+    int n = scandir(FIXTURES, &entries, is_object_file, alphasort);
+    if (n <= 0)
+        return cr_make_param_array(struct fixture, NULL, 0);
+    struct fixture *list = cr_malloc(sizeof *list * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        snprintf(list[i].file, sizeof list[i].file, "%s", entries[i]->d_name);
+        free(entries[i]);
+    }
+    free(entries);
+    return cr_make_param_array(struct fixture, list, (size_t)n, free_fixtures);
+}
+
+/* "# expected: reject, reason OutOfSkew (4.12.0 < 4.13.0)" */
+static bool stated_verdict(const char *path, const char *file, char *decision, char *reason)
+{
+    for (size_t i = 0; i < sizeof json_expectations / sizeof json_expectations[0]; i++) {
+        if (!strcmp(file, json_expectations[i].file)) {
+            strcpy(decision, json_expectations[i].decision);
+            strcpy(reason, json_expectations[i].reason);
+            return true;
+        }
+    }
+    FILE *f = fopen(path, "r");
+    char line[256] = "";
+    if (f) {
+        if (!fgets(line, sizeof line, f))
+            line[0] = '\0';
+        fclose(f);
+    }
+    return sscanf(line, "# expected: %15[a-z], reason %63[A-Za-z]", decision, reason) == 2;
+}
+
+ParameterizedTest(struct fixture *fx, fixtures, verdict_is_the_one_stated)
+{
+    char path[PATH_MAX], decision[16], reason[64];
+    snprintf(path, sizeof path, FIXTURES "/%s", fx->file);
+    cr_assert(stated_verdict(path, fx->file, decision, reason),
+              "%s: no '# expected: DECISION, reason REASON' first line (for JSON: add it to json_expectations)",
+              fx->file);
+    json_t *mc = mcobj_load(path, err, sizeof err);
+    cr_assert_not_null(mc, "%s: %s", fx->file, err);
+
+    verdict_input_t in = {.state = SOURCE_PRESENT, .object = mc, .now = 1793534400 /* 2026-11-01T12:00:00Z */};
+    verdict_limits_default(&in.limits);
+    verdict_policy_default(&in.policy);
+    verdict_t v;
+    verdict_compute(&in, &v);
+    json_decref(mc);
+    cr_expect_str_eq(decision_name(v.decision), decision, "%s: decision %s, stated %s (%s)", fx->file,
+                     decision_name(v.decision), decision, v.message);
+    cr_expect_str_eq(verdict_reason_name(v.reason), reason, "%s: reason %s, stated %s (%s)", fx->file,
+                     verdict_reason_name(v.reason), reason, v.message);
+}
+
+Test(fixtures, are_present)
+{
+    struct dirent **entries;
+    int n = scandir(FIXTURES, &entries, is_object_file, alphasort);
+    cr_assert(n >= 7, "%d object files in %s, expected the 7 shared samples at least", n, FIXTURES);
+    for (int i = 0; i < n; i++)
+        free(entries[i]);
+    free(entries);
+}
+
+static char *read_whole(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *text = NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    if (size >= 0 && (text = malloc((size_t)size + 1)))
+        *len = fread(text, 1, (size_t)size, f);
+    fclose(f);
+    return text;
+}
+
+Test(fixtures, repo_copy_matches_the_shared_folder)
+{
+    const char *shared = getenv("SKEWGATE_FIXTURES");
+    if (!shared || !*shared)
+        shared = SHARED_FIXTURES;
+    struct dirent **theirs, **ours;
+    int n_theirs = scandir(shared, &theirs, is_visible_file, alphasort);
+    if (n_theirs < 0)
+        cr_skip_test("no shared fixtures at %s", shared);
+    int n_ours = scandir(FIXTURES, &ours, is_visible_file, alphasort);
+    cr_assert(n_ours >= 0, "cannot list %s", FIXTURES);
+    for (int i = 0, j = 0; i < n_theirs || j < n_ours;) {
+        int order = i == n_theirs ? 1 : j == n_ours ? -1 : strcmp(theirs[i]->d_name, ours[j]->d_name);
+        if (order < 0) {
+            cr_expect_fail("%s/%s is missing from %s", shared, theirs[i]->d_name, FIXTURES);
+            i++;
+        } else if (order > 0) {
+            cr_expect_fail("%s/%s is not in %s", FIXTURES, ours[j]->d_name, shared);
+            j++;
+        } else {
+            char a[PATH_MAX], b[PATH_MAX];
+            snprintf(a, sizeof a, "%s/%s", shared, theirs[i]->d_name);
+            snprintf(b, sizeof b, "%s/%s", FIXTURES, ours[j]->d_name);
+            size_t len_a = 0, len_b = 0;
+            char *text_a = read_whole(a, &len_a), *text_b = read_whole(b, &len_b);
+            cr_expect(text_a && text_b && len_a == len_b && !memcmp(text_a, text_b, len_a), "%s differs from %s", b, a);
+            free(text_a);
+            free(text_b);
+            i++, j++;
+        }
+    }
+    for (int i = 0; i < n_theirs; i++)
+        free(theirs[i]);
+    for (int j = 0; j < n_ours; j++)
+        free(ours[j]);
+    free(theirs);
+    free(ours);
 }
