@@ -14,7 +14,7 @@
  *             0  more bytes are needed, no limit exceeded yet.
  *           < 0  a negative HTTP status: the message is refused and the
  *                connection is to be closed after answering (requests:
- *                -400, -414, -431, -501, -505).
+ *                -400, -414, -431, -501, -505; responses: always -502).
  *                The reason, a static string for logs, is in ->error. */
 #ifndef SKEWGATE_HTTP_H
 #define SKEWGATE_HTTP_H
@@ -138,5 +138,36 @@ void http_request_reset(http_request_t *req);
  * a result other than 0, call http_request_reset() before the next head. */
 int http_request_parse(const char *buf, size_t len, const http_limits_t *lim,
                        http_request_t *req);
+
+/* ---- responses --------------------------------------------------------- */
+
+typedef enum {
+    HTTP_BODY_NONE,             /* HEAD, 1xx, 204, 304 */
+    HTTP_BODY_LENGTH,           /* content_length bytes */
+    HTTP_BODY_CHUNKED,          /* see http_chunked.h */
+    HTTP_BODY_UNTIL_CLOSE,      /* the body ends when the upstream closes */
+} http_body_t;
+
+typedef struct http_response {
+    uint16_t status;
+    http_slice_t reason;
+    uint8_t version_minor;
+    bool keep_alive;            /* the upstream connection may be reused */
+    http_body_t body;
+    int64_t content_length;     /* -1 if absent; kept for HEAD and 304 */
+    http_headers_t headers;
+    const char *error;
+
+    http_scan_t scan;
+} http_response_t;
+
+void http_response_init(http_response_t *resp, http_header_t *headers, uint32_t cap);
+void http_response_reset(http_response_t *resp);
+
+/* is_head: the request was HEAD, so the response has no body whatever its
+ * fields say. A 1xx head is complete on its own: the final response follows
+ * it; reset and parse again. max_uri_bytes is not used. */
+int http_response_parse(const char *buf, size_t len, const http_limits_t *lim,
+                        bool is_head, http_response_t *resp);
 
 #endif
