@@ -121,8 +121,9 @@ typedef struct http_request {
     /* resumable state */
     http_scan_t scan;
     uint32_t start;             /* 2 after a tolerated leading CRLF */
-    uint32_t rl_pos;            /* request line bytes checked before its end */
-    uint32_t rl_mark;           /* start of the part being checked */
+    uint32_t rl_pos;            /* request line bytes walked */
+    uint32_t rl_mark;           /* start of the part being walked */
+    uint32_t rl_target;         /* start of the request-target */
     uint8_t rl_part;
     bool started;
     bool rl_done;

@@ -81,13 +81,11 @@ static int field_error(const char **error, const char *why)
     return -400;
 }
 
-int http_fields_parse(const char *buf, uint32_t off, uint32_t end, uint32_t max,
-                      http_headers_t *h, const char **error)
+int http_fields_parse(const char *buf, uint32_t off, uint32_t end, http_headers_t *h,
+                      const char **error)
 {
     const unsigned char *b = (const unsigned char *)buf;
     uint32_t p = off;
-    if (max > h->cap)
-        max = h->cap;
 
     /* The head ends with an empty line, and the scan has checked that every
      * LF follows a CR: each loop below stops at a CR before end - 2. */
@@ -123,7 +121,8 @@ int http_fields_parse(const char *buf, uint32_t off, uint32_t end, uint32_t max,
             value_end--;
         p += 2;
 
-        if (h->count >= max) {
+        /* The scan has enforced max_headers; this is the caller's storage. */
+        if (h->count >= h->cap) {
             *error = "too many header fields";
             return -431;
         }

@@ -43,16 +43,22 @@ static inline bool http_token_eq(const char *s, size_t n, const char *lower, siz
 #define HTTP_TOKEN_EQ(s, n, lit) http_token_eq((s), (n), lit, sizeof(lit) - 1)
 
 /* Finds the end of a head (http_scan.c): the first empty line after the
- * line starting at s->line. > 0 head length, 0 not yet, -400 bare LF or an
- * empty first line. */
-void http_scan_init(http_scan_t *s, uint32_t start);
-int http_scan_head(const char *buf, size_t len, http_scan_t *s, const char **error);
+ * line starting at s->line, within len. > 0 head length, 0 not yet, -400
+ * bare LF or an empty first line, -431 more than max_fields field lines.
+ * Errors are found in the order of the bytes, so that a head gets the same
+ * answer whatever the pieces it arrives in. */
+void http_scan_init(http_scan_t *s);
+/* Starts the search after a first line its caller has already found. */
+void http_scan_init_fields(http_scan_t *s, uint32_t first_end);
+int http_scan_head(const char *buf, size_t len, http_scan_t *s, uint32_t max_fields,
+                   const char **error);
 
-/* Parses the field lines in buf[off, end), end being the end of the head
- * (http_field.c). 0, -400 malformed, -431 more than max fields. */
+/* Parses the field lines in buf[off, end), end being the end of a head
+ * the scan has found (http_field.c). 0, -400 malformed, -431 more fields
+ * than h->cap. */
 void http_headers_clear(http_headers_t *h);
-int http_fields_parse(const char *buf, uint32_t off, uint32_t end, uint32_t max,
-                      http_headers_t *h, const char **error);
+int http_fields_parse(const char *buf, uint32_t off, uint32_t end, http_headers_t *h,
+                      const char **error);
 
 /* Elements of a comma-separated list (RFC 9110 5.6.1), empty ones skipped. */
 typedef struct http_list {

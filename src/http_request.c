@@ -8,10 +8,8 @@
 
 enum { RL_METHOD, RL_TARGET, RL_VERSION };
 
-static const char BAD_METHOD[] = "invalid method";
 static const char BAD_TARGET[] = "invalid request-target";
 static const char BAD_VERSION[] = "invalid HTTP version";
-static const char LONG_TARGET[] = "request-target too long";
 
 static int request_error(http_request_t *req, int status, const char *why)
 {
@@ -34,12 +32,13 @@ void http_request_reset(http_request_t *req)
     req->headers.count = 0;
 }
 
-/* Checks the request line while its end has not arrived, so that garbage
- * (a TLS ClientHello on the plain port) or an overlong target is refused at
- * once rather than when the head limit is reached. It reaches the verdicts
- * parse_request_line() would, on a prefix. */
-static int request_line_prefix(const char *buf, size_t len, const http_limits_t *lim,
-                               http_request_t *req)
+/* Walks the request line byte by byte as it arrives, so that garbage (a
+ * TLS ClientHello on the plain port) or an overlong target is refused at
+ * once, not when the head limit is reached. Exactly one SP between the
+ * parts: RFC 9112 3 lets a server split on any whitespace, but a proxy must
+ * not read more leniently than the server behind it. */
+static int request_line_walk(const char *buf, size_t len, const http_limits_t *lim,
+                             http_request_t *req)
 {
     const unsigned char *b = (const unsigned char *)buf;
     for (size_t i = req->rl_pos; i < len; i++) {
@@ -47,9 +46,9 @@ static int request_line_prefix(const char *buf, size_t len, const http_limits_t 
         case RL_METHOD:
             if (b[i] == ' ' && i > req->rl_mark) {
                 req->rl_part = RL_TARGET;
-                req->rl_mark = (uint32_t)i + 1;
+                req->rl_mark = req->rl_target = (uint32_t)i + 1;
             } else if (!http_is(b[i], HTTP_C_TOKEN)) {
-                return request_error(req, -400, BAD_METHOD);
+                return request_error(req, -400, "invalid method");
             }
             break;
         case RL_TARGET:
@@ -59,7 +58,7 @@ static int request_line_prefix(const char *buf, size_t len, const http_limits_t 
             } else if (!http_is(b[i], HTTP_C_TARGET)) {
                 return request_error(req, -400, BAD_TARGET);
             } else if (i + 1 - req->rl_mark > lim->max_uri_bytes) {
-                return request_error(req, -414, LONG_TARGET);
+                return request_error(req, -414, "request-target too long");
             }
             break;
         default:
@@ -146,39 +145,23 @@ static int parse_target(const char *buf, http_request_t *req)
     return 0;
 }
 
-static int parse_request_line(const char *buf, uint32_t start, uint32_t end,
-                              const http_limits_t *lim, http_request_t *req)
+/* The walk has passed the whole line, its CR included: a CR is neither a
+ * token nor a target character, so the line got to its version. */
+static int request_line_finish(const char *buf, uint32_t cr, http_request_t *req)
 {
-    const unsigned char *b = (const unsigned char *)buf;
-    uint32_t p = start;
-
-    /* Exactly one SP between the parts: RFC 9112 3 lets a server split on
-     * any whitespace, but a proxy must not read more leniently than the
-     * server behind it. */
-    while (p < end && http_is(b[p], HTTP_C_TOKEN))
-        p++;
-    if (p == start || p == end || b[p] != ' ')
-        return request_error(req, -400, BAD_METHOD);
-    req->method_name = (http_slice_t){start, p - start};
-    req->method = method_of(buf + start, p - start);
-
-    uint32_t t = ++p;
-    while (p < end && http_is(b[p], HTTP_C_TARGET))
-        p++;
-    if (p - t > lim->max_uri_bytes)
-        return request_error(req, -414, LONG_TARGET);
-    if (p == t || p == end || b[p] != ' ')
-        return request_error(req, -400, BAD_TARGET);
-    req->target = (http_slice_t){t, p - t};
+    uint32_t t = req->rl_target, v = req->rl_mark;
+    req->method_name = (http_slice_t){req->start, t - 1 - req->start};
+    req->method = method_of(buf + req->start, req->method_name.len);
+    req->target = (http_slice_t){t, v - 1 - t};
     req->authority = (http_slice_t){t, 0};
 
-    const char *v = buf + p + 1;
-    if (end - p - 1 != 8 || memcmp(v, "HTTP/", 5) != 0 || v[5] < '0' || v[5] > '9' ||
-        v[6] != '.' || v[7] < '0' || v[7] > '9')
+    const char *ver = buf + v;
+    if (cr - v != 8 || memcmp(ver, "HTTP/", 5) != 0 || ver[5] < '0' || ver[5] > '9' ||
+        ver[6] != '.' || ver[7] < '0' || ver[7] > '9')
         return request_error(req, -400, BAD_VERSION);
-    if (v[5] != '1' || v[7] > '1')
+    if (ver[5] != '1' || ver[7] > '1')
         return request_error(req, -505, "HTTP version not supported");
-    req->version_minor = (uint8_t)(v[7] - '0');
+    req->version_minor = (uint8_t)(ver[7] - '0');
 
     return parse_target(buf, req);
 }
@@ -263,6 +246,28 @@ static int request_semantics(const char *buf, http_request_t *req)
     return 0;
 }
 
+/* The request line is done with before the field lines are searched, so
+ * that the first error by position decides the answer, whatever the pieces
+ * the head arrives in. 1 once the line is complete and parsed, 0 before. */
+static int request_line(const char *buf, size_t view, const http_limits_t *lim,
+                        http_request_t *req)
+{
+    const char *lf = memchr(buf + req->rl_pos, '\n', view - req->rl_pos);
+    uint32_t end = lf ? (uint32_t)(lf - buf) : (uint32_t)view;
+    if (lf && end == req->start + 1 && buf[req->start] == '\r')
+        return request_error(req, -400, "empty line instead of the start line");
+    int rc = request_line_walk(buf, end, lim, req);
+    if (rc < 0 || !lf)
+        return rc;
+    if (end == req->start || buf[end - 1] != '\r')
+        return request_error(req, -400, "bare LF");
+    if ((rc = request_line_finish(buf, end - 1, req)) < 0)
+        return rc;
+    http_scan_init_fields(&req->scan, end - 1);
+    req->rl_done = true;
+    return 1;
+}
+
 int http_request_parse(const char *buf, size_t len, const http_limits_t *lim,
                        http_request_t *req)
 {
@@ -273,43 +278,29 @@ int http_request_parse(const char *buf, size_t len, const http_limits_t *lim,
         if (len < 2)
             return 0;
         req->start = buf[0] == '\r' && buf[1] == '\n' ? 2 : 0;
-        http_scan_init(&req->scan, req->start);
         req->rl_pos = req->rl_mark = req->start;
         req->rl_part = RL_METHOD;
         req->started = true;
     }
-    /* A head that fits ends within max_header_bytes; looking further only
-     * costs time. This also keeps every offset below 2^31. */
-    size_t view = len;
-    if (view > (size_t)lim->max_header_bytes + 1)
-        view = (size_t)lim->max_header_bytes + 1;
+    /* A head that fits ends within max_header_bytes: a byte past them is
+     * never looked at, and an error there is a 431 whatever it is. This
+     * also keeps every offset below 2^31. */
+    size_t view = len < lim->max_header_bytes ? len : lim->max_header_bytes;
 
-    int head = http_scan_head(buf, view, &req->scan, &req->error);
+    if (!req->rl_done) {
+        int rc = request_line(buf, view, lim, req);
+        if (rc < 0)
+            return rc;
+    }
+    int head = req->rl_done ? http_scan_head(buf, view, &req->scan, lim->max_headers, &req->error) : 0;
     if (head < 0)
         return head;
-    int rc = 0;
-    if (req->scan.first_end == 0) {
-        rc = request_line_prefix(buf, view, lim, req);
-    } else if (!req->rl_done) {
-        rc = parse_request_line(buf, req->start, req->scan.first_end, lim, req);
-        req->rl_done = true;
-    }
-    if (rc < 0)
-        return rc;
-
-    if (head == 0) {
-        if (view >= lim->max_header_bytes)     /* the head will be longer */
-            return request_error(req, -431, "request head too large");
-        if (req->scan.lines > 0 && req->scan.lines - 1 > lim->max_headers)
-            return request_error(req, -431, "too many header fields");
-        return 0;
-    }
-    if ((uint32_t)head > lim->max_header_bytes)
-        return request_error(req, -431, "request head too large");
+    if (head == 0)
+        return view == lim->max_header_bytes ? request_error(req, -431, "request head too large") : 0;
 
     http_headers_clear(&req->headers);
-    rc = http_fields_parse(buf, req->scan.first_end + 2, (uint32_t)head, lim->max_headers,
-                           &req->headers, &req->error);
+    int rc = http_fields_parse(buf, req->scan.first_end + 2, (uint32_t)head, &req->headers,
+                               &req->error);
     if (rc == 0)
         rc = request_semantics(buf, req);
     return rc < 0 ? rc : head;

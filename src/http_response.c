@@ -21,7 +21,7 @@ void http_response_init(http_response_t *resp, http_header_t *headers, uint32_t 
 
 void http_response_reset(http_response_t *resp)
 {
-    http_scan_init(&resp->scan, 0);
+    http_scan_init(&resp->scan);
     resp->error = NULL;
     resp->headers.count = 0;
 }
@@ -140,29 +140,19 @@ static int response_framing(const char *buf, bool is_head, http_response_t *resp
 int http_response_parse(const char *buf, size_t len, const http_limits_t *lim,
                         bool is_head, http_response_t *resp)
 {
-    size_t view = len;
-    if (view > (size_t)lim->max_header_bytes + 1)
-        view = (size_t)lim->max_header_bytes + 1;
-
-    int head = http_scan_head(buf, view, &resp->scan, &resp->error);
+    size_t view = len < lim->max_header_bytes ? len : lim->max_header_bytes;
+    int head = http_scan_head(buf, view, &resp->scan, lim->max_headers, &resp->error);
     if (head < 0)
         return response_error(resp, resp->error);
-    if (head == 0) {
-        if (view >= lim->max_header_bytes)
-            return response_error(resp, "response head too large");
-        if (resp->scan.lines > 0 && resp->scan.lines - 1 > lim->max_headers)
-            return response_error(resp, "too many header fields");
-        return 0;
-    }
-    if ((uint32_t)head > lim->max_header_bytes)
-        return response_error(resp, "response head too large");
+    if (head == 0)
+        return view == lim->max_header_bytes ? response_error(resp, "response head too large") : 0;
 
     int rc = parse_status_line(buf, resp->scan.first_end, resp);
     if (rc < 0)
         return rc;
     http_headers_clear(&resp->headers);
-    if (http_fields_parse(buf, resp->scan.first_end + 2, (uint32_t)head, lim->max_headers,
-                          &resp->headers, &resp->error) < 0)
+    if (http_fields_parse(buf, resp->scan.first_end + 2, (uint32_t)head, &resp->headers,
+                          &resp->error) < 0)
         return response_error(resp, resp->error);
     rc = response_framing(buf, is_head, resp);
     return rc < 0 ? rc : head;

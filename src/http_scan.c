@@ -11,15 +11,23 @@
 
 #include "http_internal.h"
 
-void http_scan_init(http_scan_t *s, uint32_t start)
+void http_scan_init(http_scan_t *s)
 {
-    s->pos = start;
-    s->line = start;
+    s->pos = 0;
+    s->line = 0;
     s->lines = 0;
     s->first_end = 0;
 }
 
-int http_scan_head(const char *buf, size_t len, http_scan_t *s, const char **error)
+void http_scan_init_fields(http_scan_t *s, uint32_t first_end)
+{
+    s->pos = s->line = first_end + 2;
+    s->lines = 1;
+    s->first_end = first_end;
+}
+
+int http_scan_head(const char *buf, size_t len, http_scan_t *s, uint32_t max_fields,
+                   const char **error)
 {
     while (s->pos < len) {
         const char *lf = memchr(buf + s->pos, '\n', len - s->pos);
@@ -41,6 +49,10 @@ int http_scan_head(const char *buf, size_t len, http_scan_t *s, const char **err
         }
         if (s->lines++ == 0)
             s->first_end = at - 1;
+        else if (s->lines - 1 > max_fields) {
+            *error = "too many header fields";
+            return -431;
+        }
         s->line = at + 1;
         s->pos = at + 1;
     }

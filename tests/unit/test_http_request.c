@@ -637,3 +637,48 @@ Test(http_request, keep_alive_table)
         cr_expect_eq(req.keep_alive, t[i].keep, "%s", s);
     }
 }
+
+/* ---- the answer does not depend on the pieces ---- */
+
+Test(http_request, state_is_fully_reset)
+{
+    /* The proxy reuses one struct per connection: nothing of a previous
+     * message, or of whatever the memory held, may leak into the next. */
+    http_limits_t lim = {.max_header_bytes = 2048, .max_headers = 12, .max_uri_bytes = 256};
+    for (int g = 0; g < 256; g += 0x55) {
+        memset(&req, g, sizeof req);
+        http_request_init(&req, hdrs, 128);
+        cr_assert_eq(http_request_parse("PT", 1, &lim, &req), 0);
+        cr_assert_eq(http_request_parse("PT", 2, &lim, &req), 0);
+        cr_assert_eq(http_request_parse("PT /", 4, &lim, &req), 0);
+    }
+}
+
+/* Found by fuzzing: the first error by position decides, not the first
+ * error a given split happens to reveal. */
+static const char *const SPLIT_INVARIANT[] = {
+    "POST /] HTTP/1.2\r\nHost: h\r\nTran\x9b\x9b" "8\nHo: c\r\n",               /* 505 before bare LF */
+    "GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",  /* 414 before bare LF */
+    "GET / HTTP/1.1\r\nA: 1\r\nB: 1\r\nC: 1\r\nD: 1\r\nE: 1\r\nX\n\r\n",        /* 431 before bare LF */
+    "GET / HTTP/1.1\r\nA: 1\r\nB: 1\r\nC: 1\r\nD: 1\r\nE\r\n\r\n",              /* 431 before no colon */
+    "GET / HTTP/1.1\r\nHost: h\r\nX: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",  /* 431 before bare LF */
+    "GET / HTTP/1.1\r\nHost: h\r\nX: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+};
+
+Test(http_request, same_answer_for_every_split)
+{
+    http_limits_t lim = {.max_header_bytes = 64, .max_headers = 4, .max_uri_bytes = 32};
+    for (size_t k = 0; k < sizeof SPLIT_INVARIANT / sizeof SPLIT_INVARIANT[0]; k++) {
+        const char *s = SPLIT_INVARIANT[k];
+        size_t n = strlen(s);
+        int whole = parse_lim(s, n, &lim);
+        cr_assert_lt(whole, 0, "%s", s);
+        for (size_t cut = 0; cut < n; cut++) {
+            http_request_init(&req, hdrs, 128);
+            int rc = http_request_parse(s, cut, &lim, &req);
+            if (rc == 0)
+                rc = http_request_parse(s, n, &lim, &req);
+            cr_assert_eq(rc, whole, "%s cut at %zu: %d, whole %d", s, cut, rc, whole);
+        }
+    }
+}
