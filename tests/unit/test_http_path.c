@@ -1,0 +1,166 @@
+/* Path decoding and cleaning as Go's ServeMux reads paths; the gate's
+ * prefix match and pool name; the character table behind the parsers. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "http_path.h"
+
+static char out[512];
+static size_t outlen;
+
+static int norm(const char *raw)
+{
+    return http_path_normalize(raw, strlen(raw), out, sizeof out, &outlen);
+}
+
+/* raw -> what Go's cleanPath(decoded) gives, which the mux serves. */
+static const struct { const char *raw, *clean; } CLEAN[] = {
+    {"/config/worker", "/config/worker"},
+    {"/config/master", "/config/master"},
+    {"/config//worker", "/config/worker"},
+    {"//config///worker", "/config/worker"},
+    {"/config/./worker", "/config/worker"},
+    {"/config/../config/worker", "/config/worker"},
+    {"/x/y/../../config/worker", "/config/worker"},
+    {"/config/worker/", "/config/worker/"},
+    {"/config/worker//", "/config/worker/"},
+    {"/config/worker/.", "/config/worker"},
+    {"/config/worker/./", "/config/worker/"},
+    {"/config/worker/..", "/config"},
+    {"/config/worker/../", "/config/"},
+    {"/config/..", "/"},
+    {"/config/../", "/"},
+    {"/..", "/"},
+    {"/../..//config/worker", "/config/worker"},
+    {"/.", "/"},
+    {"/", "/"},
+    {"//", "/"},
+    {"", "/"},
+    {"config/worker", "/config/worker"},
+    {"/%63onfig/worker", "/config/worker"},
+    {"/%63%6F%6e%66ig/%77orker", "/config/worker"},
+    {"/CONFIG/worker", "/CONFIG/worker"},
+    {"/config/...", "/config/..."},
+    {"/config/..a/b", "/config/..a/b"},
+    {"/config/.a", "/config/.a"},
+    {"/config/a.", "/config/a."},
+    {"/config/worker?", "/config/worker?"},   /* the query is split off before */
+    {"/config/w%3Fx", "/config/w?x"},
+    {"/config/w%25x", "/config/w%x"},
+    {"/config/w+x", "/config/w+x"},
+    {"/config/%C3%A9", "/config/\xc3\xa9"},
+    {"/a/b/c/../../../../d", "/d"},
+};
+
+Test(http_path, clean_table)
+{
+    for (size_t i = 0; i < sizeof CLEAN / sizeof CLEAN[0]; i++) {
+        int rc = norm(CLEAN[i].raw);
+        cr_assert_eq(rc, HTTP_PATH_OK, "%s: %s", CLEAN[i].raw, http_path_strerror(rc));
+        cr_expect(outlen == strlen(CLEAN[i].clean) && memcmp(out, CLEAN[i].clean, outlen) == 0,
+                  "%s -> %.*s, want %s", CLEAN[i].raw, (int)outlen, out, CLEAN[i].clean);
+    }
+}
+
+Test(http_path, invalid_escapes)
+{
+    static const char *const bad[] = {"/config/%zz", "/config/%4", "/config/%", "/%g0",
+                                      "/config/%%41", "/config/%4 "};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect_eq(norm(bad[i]), HTTP_PATH_BAD_ESCAPE, "%s", bad[i]);
+}
+
+Test(http_path, decoded_control_characters)
+{
+    cr_assert_eq(norm("/config/%00"), HTTP_PATH_BAD_CHAR);
+    cr_assert_eq(norm("/config/worker%00.ign"), HTTP_PATH_BAD_CHAR);
+    cr_assert_eq(norm("/config/%0a"), HTTP_PATH_BAD_CHAR);
+    cr_assert_eq(norm("/config/%7F"), HTTP_PATH_BAD_CHAR);
+    cr_assert_eq(http_path_normalize("/a\0b", 4, out, sizeof out, &outlen), HTTP_PATH_BAD_CHAR);
+}
+
+Test(http_path, encoded_separator_or_dot_is_ambiguous)
+{
+    /* Go >= 1.22 routes on the encoded path: these reach the /config/
+     * handler, which serves pool "worker" (see http_path.h). */
+    static const char *const bad[] = {"/config/worker%2Fx", "/config%2fworker", "/config/%2e%2e/worker",
+                                      "/config/x%2F..%2F..%2Fworker", "/config/%2E", "/config/rhel%2e9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect_eq(norm(bad[i]), HTTP_PATH_AMBIGUOUS, "%s", bad[i]);
+}
+
+Test(http_path, output_space)
+{
+    const char *raw = "config";
+    cr_assert_eq(http_path_normalize(raw, 6, out, 6, &outlen), HTTP_PATH_NO_SPACE);
+    cr_assert_eq(http_path_normalize(raw, 6, out, 7, &outlen), HTTP_PATH_OK);
+    cr_assert_eq(outlen, 7);
+    cr_assert_eq(http_path_normalize("", 0, out, 1, &outlen), HTTP_PATH_OK);
+    cr_assert_eq(outlen, 1);
+    cr_assert_eq(http_path_normalize("/a/", 3, out, 4, &outlen), HTTP_PATH_OK);
+    cr_assert_eq(outlen, 3);
+}
+
+Test(http_path, error_texts)
+{
+    cr_assert_str_eq(http_path_strerror(HTTP_PATH_AMBIGUOUS), "encoded '/' or '.' in path");
+    cr_assert_str_eq(http_path_strerror(HTTP_PATH_BAD_ESCAPE), "invalid percent-encoding in path");
+    cr_assert_str_eq(http_path_strerror(HTTP_PATH_BAD_CHAR), "control character in path");
+}
+
+static void expect_segment(const char *clean, const char *want)
+{
+    http_slice_t s = http_path_last_segment(clean, strlen(clean));
+    cr_expect(s.len == strlen(want) && memcmp(clean + s.off, want, s.len) == 0,
+              "%s -> %.*s, want %s", clean, (int)s.len, clean + s.off, want);
+}
+
+Test(http_path, last_segment_like_path_base)
+{
+    expect_segment("/config/worker", "worker");
+    expect_segment("/config/worker/", "worker");
+    expect_segment("/config/", "config");
+    expect_segment("/config", "config");
+    expect_segment("/config/a/b", "b");
+    expect_segment("/", "");
+}
+
+Test(http_path, prefix_match)
+{
+    static const struct { const char *path, *prefix; bool match; } t[] = {
+        {"/config/worker", "/config/", true},
+        {"/config/", "/config/", true},
+        {"/config", "/config/", false},
+        {"/configx/worker", "/config/", false},
+        {"/CONFIG/worker", "/config/", false},
+        {"/healthz", "/healthz", true},
+        {"/healthz/x", "/healthz", true},
+        {"/healthzx", "/healthz", false},
+        {"/health", "/healthz", false},
+        {"/anything", "/", true},
+        {"/anything", "", true},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        cr_expect_eq(http_path_has_prefix(t[i].path, strlen(t[i].path), t[i].prefix), t[i].match,
+                     "%s under %s", t[i].path, t[i].prefix);
+}
+
+Test(http_path, gate_reading_of_the_briefs_examples)
+{
+    static const struct { const char *raw; int rc; bool gated; const char *pool; } t[] = {
+        {"/config/../config/worker", HTTP_PATH_OK, true, "worker"},
+        {"/CONFIG/worker", HTTP_PATH_OK, false, "worker"},
+        {"/config//worker", HTTP_PATH_OK, true, "worker"},
+        {"/%63onfig/worker", HTTP_PATH_OK, true, "worker"},
+        {"/config/worker/", HTTP_PATH_OK, true, "worker"},
+        {"/config/worker%2Fx", HTTP_PATH_AMBIGUOUS, false, ""},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        cr_assert_eq(norm(t[i].raw), t[i].rc, "%s", t[i].raw);
+        if (t[i].rc != HTTP_PATH_OK)
+            continue;
+        cr_expect_eq(http_path_has_prefix(out, outlen, "/config/"), t[i].gated, "%s", t[i].raw);
+        http_slice_t s = http_path_last_segment(out, outlen);
+        cr_expect(s.len == strlen(t[i].pool) && memcmp(out + s.off, t[i].pool, s.len) == 0, "%s", t[i].raw);
+    }
+}
