@@ -5,5 +5,6 @@
 
 int cmd_verdict(int argc, char **argv);   /* 0 admit, 3 reject, 2 bad input */
 int cmd_check(int argc, char **argv);     /* 0 valid, 2 invalid */
+int cmd_run(int argc, char **argv);       /* 0 stopped cleanly, 1 failed, 2 bad config */
 
 #endif

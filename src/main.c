@@ -12,6 +12,7 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
+    {"run", cmd_run, "run the gate"},
     {"check", cmd_check, "validate a configuration file"},
     {"verdict", cmd_verdict, "evaluate a MachineConfiguration and print the verdict"},
 };

@@ -1,0 +1,656 @@
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include "http_chunked.h"
+#include "log.h"
+#include "proxy.h"
+#include "tls.h"
+#include "upstream.h"
+#include "worker.h"
+
+enum { PROXY_SEND, PROXY_HEAD, PROXY_BODY };
+
+/* A full TLS record: smaller writes cost a record (and a syscall) each. */
+#define PROXY_TLS_RECORD 16384
+
+static void proxy_begin(conn_t *c);
+static void proxy_pump(conn_t *c);
+
+static uint64_t proxy_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Gives the upstream slot back and lets the longest waiter have it. */
+static void proxy_release(conn_t *c, bool reuse)
+{
+    worker_t *w = c->w;
+    if (c->up) {
+        if (reuse)
+            upstream_pool_put(c->up);
+        else
+            upstream_close(c->up);
+        c->up = NULL;
+    }
+    if (c->rbuf) {
+        buf_pool_put(&w->relay_bufs, c->rbuf);
+        c->rbuf = NULL;
+        c->r_off = c->r_len = 0;
+    }
+    if (!c->has_slot)
+        return;
+    c->has_slot = false;
+    w->upstream_active--;
+    while (w->queue_head && w->upstream_active < w->upstream_cap) {
+        conn_t *next = w->queue_head;
+        w->queue_head = next->queue_next;
+        if (!w->queue_head)
+            w->queue_tail = NULL;
+        w->queue_len--;
+        next->queue_next = NULL;
+        event_del(&next->timer);
+        next->timer_on = false;
+        w->upstream_active++;
+        next->has_slot = true;
+        proxy_begin(next);
+    }
+}
+
+/* Nothing was sent to the client yet: answer with an error of our own. */
+static void proxy_fail(conn_t *c, int status, const char *reason)
+{
+    worker_t *w = c->w;
+    if (status == 504)
+        w->stats.upstream_timeouts++;
+    else
+        w->stats.upstream_errors++;
+    proxy_release(c, false);
+    c->state = CONN_READ_HEAD;
+    if (log_enabled(LOG_DEBUG))
+        log_msg(LOG_DEBUG, "upstream_error", "%s: %d", reason, status);
+    conn_send_error(c, status, reason, false);
+}
+
+/* The response was already under way: the client must not take what it
+ * got as complete, so the connection is closed. */
+static void proxy_truncate(conn_t *c, const char *reason)
+{
+    c->w->stats.truncated++;
+    c->log.reason = reason;
+    proxy_release(c, false);
+    c->state = CONN_READ_HEAD;
+    c->keep_alive = false;
+    conn_request_done(c);
+}
+
+static void proxy_unqueue(conn_t *c)
+{
+    worker_t *w = c->w;
+    for (conn_t **p = &w->queue_head; *p; p = &(*p)->queue_next) {
+        if (*p == c) {
+            *p = c->queue_next;
+            if (w->queue_tail == c) {
+                w->queue_tail = NULL;
+                for (conn_t *q = w->queue_head; q; q = q->queue_next)
+                    w->queue_tail = q;
+            }
+            w->queue_len--;
+            c->queue_next = NULL;
+            return;
+        }
+    }
+}
+
+void proxy_abort(conn_t *c)
+{
+    if (c->state == CONN_QUEUED)
+        proxy_unqueue(c);
+    proxy_release(c, false);
+    c->state = CONN_READ_HEAD;
+}
+
+void proxy_queue_timeout(conn_t *c)
+{
+    proxy_unqueue(c);
+    c->state = CONN_READ_HEAD;
+    conn_send_error(c, 503, "UpstreamQueueTimeout", false);
+}
+
+void proxy_start(conn_t *c)
+{
+    worker_t *w = c->w;
+    conn_arm_read(c, false);
+    if (w->upstream_active < w->upstream_cap) {
+        w->upstream_active++;
+        c->has_slot = true;
+        proxy_begin(c);
+        return;
+    }
+    if (w->queue_len >= w->queue_cap) {
+        conn_send_error(c, 503, "UpstreamQueueFull", false);
+        return;
+    }
+    c->state = CONN_QUEUED;
+    c->queue_next = NULL;
+    if (w->queue_tail)
+        w->queue_tail->queue_next = c;
+    else
+        w->queue_head = c;
+    w->queue_tail = c;
+    w->queue_len++;
+    event_add(&c->timer, w->tv_queue);
+    c->timer_on = true;
+}
+
+/* True when the Connection header's token list names this header. */
+static bool proxy_named_by_connection(const char *buf, const http_header_t *conn_h, const char *name, size_t len)
+{
+    if (!conn_h)
+        return false;
+    const char *p = buf + conn_h->value.off, *end = p + conn_h->value.len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+            p++;
+        const char *tok = p;
+        while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+            p++;
+        if ((size_t)(p - tok) == len && strncasecmp(tok, name, len) == 0)
+            return true;
+    }
+    return false;
+}
+
+static size_t proxy_put(char *dst, size_t at, size_t cap, const char *src, size_t len)
+{
+    if (at + len > cap)
+        return cap + 1;
+    memcpy(dst + at, src, len);
+    return at + len;
+}
+
+static size_t proxy_peer_text(const conn_t *c, char *out, size_t cap)
+{
+    const void *a = c->peer.ss_family == AF_INET6 ? (const void *)&((const struct sockaddr_in6 *)&c->peer)->sin6_addr
+                                                   : (const void *)&((const struct sockaddr_in *)&c->peer)->sin_addr;
+    if (c->peer.ss_family != AF_INET && c->peer.ss_family != AF_INET6)
+        return 0;
+    if (!inet_ntop(c->peer.ss_family, a, out, (socklen_t)cap))
+        return 0;
+    return strlen(out);
+}
+
+/* The request as the upstream gets it: same method, target and headers
+ * (Accept and User-Agent untouched; the MCS picks the spec by Accept),
+ * hop-by-hop headers dropped, X-Forwarded-For extended. */
+static bool proxy_build_request(conn_t *c)
+{
+    const http_request_t *req = &c->w->req;
+    const char *in = c->ibuf;
+    char *out = c->rbuf;
+    size_t cap = WORKER_RELAY_BUF, at = 0;
+    const http_header_t *conn_h = http_headers_get(&req->headers, HTTP_HDR_CONNECTION);
+    const http_header_t *xff = http_headers_get(&req->headers, HTTP_HDR_X_FORWARDED_FOR);
+
+    at = proxy_put(out, at, cap, in + req->method_name.off, req->method_name.len);
+    at = proxy_put(out, at, cap, " ", 1);
+    at = proxy_put(out, at, cap, in + req->target.off, req->target.len);
+    /* An HTTP/1.0 client cannot take a chunked answer: ask as 1.0, so the
+     * upstream frames the body by length or by closing. */
+    at = proxy_put(out, at, cap, c->http10 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n", 11);
+    for (size_t i = 0; i < req->headers.count; i++) {
+        const http_header_t *h = &req->headers.list[i];
+        const char *name = in + h->name.off;
+        if (h->id == HTTP_HDR_X_FORWARDED_FOR || h->id == HTTP_HDR_EXPECT ||
+            http_header_is_hop_by_hop(h->id) || proxy_named_by_connection(in, conn_h, name, h->name.len))
+            continue;
+        at = proxy_put(out, at, cap, name, h->name.len);
+        at = proxy_put(out, at, cap, ": ", 2);
+        at = proxy_put(out, at, cap, in + h->value.off, h->value.len);
+        at = proxy_put(out, at, cap, "\r\n", 2);
+    }
+    if (!http_headers_get(&req->headers, HTTP_HDR_HOST)) {
+        const config_upstream_t *up = &c->w->cfg->upstream;
+        const char *host = up->server_name ? up->server_name : up->addr.text;
+        at = proxy_put(out, at, cap, "Host: ", 6);
+        at = proxy_put(out, at, cap, host, strlen(host));
+        at = proxy_put(out, at, cap, "\r\n", 2);
+    }
+    at = proxy_put(out, at, cap, "X-Forwarded-For: ", 17);
+    if (xff) {
+        at = proxy_put(out, at, cap, in + xff->value.off, xff->value.len);
+        at = proxy_put(out, at, cap, ", ", 2);
+    }
+    char peer[INET6_ADDRSTRLEN];
+    size_t plen = proxy_peer_text(c, peer, sizeof peer);
+    at = proxy_put(out, at, cap, peer, plen);
+    at = proxy_put(out, at, cap, "\r\n\r\n", 4);
+    if (at > cap)
+        return false;
+    c->r_off = 0;
+    c->r_len = at;
+    return true;
+}
+
+static void proxy_attach(conn_t *c, upstream_conn_t *u)
+{
+    c->up = u;
+    u->client = c;
+}
+
+static void proxy_send_request(conn_t *c);
+
+static void proxy_connect(conn_t *c)
+{
+    upstream_conn_t *u = upstream_connect(c->w);
+    if (!u) {
+        proxy_fail(c, 502, "UpstreamConnect");
+        return;
+    }
+    proxy_attach(c, u);
+}
+
+static void proxy_begin(conn_t *c)
+{
+    worker_t *w = c->w;
+    c->state = CONN_UPSTREAM;
+    c->up_phase = PROXY_SEND;
+    c->log.upstream_start_ns = proxy_now_ns();
+    c->rbuf = buf_pool_get(&w->relay_bufs);
+    if (!c->rbuf || !proxy_build_request(c)) {
+        proxy_fail(c, 502, "RequestTooLarge");
+        return;
+    }
+    upstream_conn_t *u = upstream_pool_get(w);
+    if (u) {
+        proxy_attach(c, u);
+        proxy_send_request(c);
+    } else {
+        proxy_connect(c);
+    }
+}
+
+/* A pooled connection can die between two uses without us seeing it yet;
+ * a GET or HEAD that got no answer byte is safe to send again, once. */
+static bool proxy_retry_stale(conn_t *c)
+{
+    if (!c->up || !c->up->reused || c->retried || c->up_phase == PROXY_BODY)
+        return false;
+    if (c->up_phase == PROXY_HEAD && c->r_len > 0)
+        return false;
+    c->retried = true;
+    upstream_close(c->up);
+    c->up = NULL;
+    if (!proxy_build_request(c)) {
+        proxy_fail(c, 502, "RequestTooLarge");
+        return true;
+    }
+    c->up_phase = PROXY_SEND;
+    proxy_connect(c);
+    return true;
+}
+
+static void proxy_send_request(conn_t *c)
+{
+    upstream_conn_t *u = c->up;
+    while (c->r_off < c->r_len) {
+        ssize_t n = sockio_write(&u->io, c->rbuf + c->r_off, c->r_len - c->r_off);
+        if (n > 0) {
+            c->r_off += (size_t)n;
+            continue;
+        }
+        if (n == SOCKIO_WANT_WRITE) {
+            upstream_arm_write(u, true, c->w->tv_up_response);
+            return;
+        }
+        if (n == SOCKIO_WANT_READ) {
+            upstream_arm_read(u, true, c->w->tv_up_response);
+            return;
+        }
+        if (!proxy_retry_stale(c))
+            proxy_fail(c, 502, "UpstreamWrite");
+        return;
+    }
+    upstream_arm_write(u, false, NULL);
+    c->up_phase = PROXY_HEAD;
+    c->r_off = c->r_len = 0;
+    upstream_arm_read(u, true, c->w->tv_up_response);
+}
+
+/* Counts body bytes newly in rbuf[from..from+len); returns how many of
+ * them belong to this response (the rest is surplus the upstream should
+ * not have sent), or -1 when the chunked framing is broken. */
+static ssize_t proxy_account_body(conn_t *c, const char *from, size_t len)
+{
+    if (c->until_close)
+        return (ssize_t)len;
+    if (c->chunked) {
+        ssize_t used = http_chunked_scan(&c->chunk, from, len);
+        if (used < 0)
+            return -1;
+        if (http_chunked_done(&c->chunk))
+            c->body_done = true;
+        return used;
+    }
+    size_t take = (uint64_t)c->body_left < len ? (size_t)c->body_left : len;
+    c->body_left -= (int64_t)take;
+    if (c->body_left == 0)
+        c->body_done = true;
+    return (ssize_t)take;
+}
+
+static const char *proxy_connection_header(conn_t *c)
+{
+    if (!c->keep_alive)
+        return "Connection: close\r\n";
+    return c->http10 ? "Connection: keep-alive\r\n" : "";
+}
+
+/* rbuf[0..r_len) holds the upstream's head (head_len bytes) and maybe
+ * body bytes: rewrite the head in place for the client. */
+static bool proxy_rewrite_head(conn_t *c, const http_response_t *resp, size_t head_len)
+{
+    char head[8192];
+    size_t cap = sizeof head, at = 0;
+    const char *in = c->rbuf;
+    char line[64];
+    int n = snprintf(line, sizeof line, "HTTP/1.1 %03d ", resp->status);
+    at = proxy_put(head, at, cap, line, (size_t)n);
+    at = proxy_put(head, at, cap, in + resp->reason.off, resp->reason.len);
+    at = proxy_put(head, at, cap, "\r\n", 2);
+    const http_header_t *conn_h = http_headers_get(&resp->headers, HTTP_HDR_CONNECTION);
+    for (size_t i = 0; i < resp->headers.count; i++) {
+        const http_header_t *h = &resp->headers.list[i];
+        const char *name = in + h->name.off;
+        /* A chunked body is relayed as it came, so its framing header and
+         * any trailer announcement stay. */
+        bool framing = c->chunked && (h->id == HTTP_HDR_TRANSFER_ENCODING || h->id == HTTP_HDR_TRAILER);
+        if (!framing && (http_header_is_hop_by_hop(h->id) ||
+                         proxy_named_by_connection(in, conn_h, name, h->name.len)))
+            continue;
+        at = proxy_put(head, at, cap, name, h->name.len);
+        at = proxy_put(head, at, cap, ": ", 2);
+        at = proxy_put(head, at, cap, in + h->value.off, h->value.len);
+        at = proxy_put(head, at, cap, "\r\n", 2);
+    }
+    const char *conn_line = proxy_connection_header(c);
+    at = proxy_put(head, at, cap, conn_line, strlen(conn_line));
+    at = proxy_put(head, at, cap, "\r\n", 2);
+    size_t body = c->r_len - head_len;
+    if (at > cap || at + body > WORKER_RELAY_BUF)
+        return false;
+    memmove(c->rbuf + at, c->rbuf + head_len, body);
+    memcpy(c->rbuf, head, at);
+    c->r_off = 0;
+    c->r_len = at + body;
+    return true;
+}
+
+static void proxy_on_head(conn_t *c, const http_response_t *resp, size_t head_len)
+{
+    c->log.status = resp->status;
+    c->body_done = false;
+    c->chunked = false;
+    c->until_close = false;
+    c->up_reusable = resp->keep_alive && !c->http10;
+    if (resp->body == HTTP_BODY_NONE) {
+        c->body_done = true;
+    } else if (resp->body == HTTP_BODY_CHUNKED) {
+        c->chunked = true;
+        http_chunked_init(&c->chunk);
+    } else if (resp->body == HTTP_BODY_LENGTH) {
+        c->body_left = resp->content_length;
+        c->body_done = c->body_left == 0;
+    } else {
+        c->until_close = true;
+        c->up_reusable = false;
+        c->keep_alive = false; /* the end of the body is the end of the connection */
+    }
+    size_t body = c->r_len - head_len;
+    if (!c->body_done && body) {
+        ssize_t used = proxy_account_body(c, c->rbuf + head_len, body);
+        if (used < 0) {
+            proxy_fail(c, 502, "BadUpstreamChunking");
+            return;
+        }
+        if ((size_t)used < body) {
+            c->up_reusable = false;
+            c->r_len = head_len + (size_t)used;
+        }
+    } else if (c->body_done && body) {
+        c->up_reusable = false; /* bytes after a bodiless response */
+        c->r_len = head_len;
+    }
+    if (!proxy_rewrite_head(c, resp, head_len)) {
+        proxy_fail(c, 502, "UpstreamHeadTooLarge");
+        return;
+    }
+    c->up_phase = PROXY_BODY;
+    c->state = CONN_RELAY;
+    proxy_pump(c);
+}
+
+static void proxy_read_head(conn_t *c)
+{
+    upstream_conn_t *u = c->up;
+    http_response_t *resp = &c->w->resp;
+    for (;;) {
+        size_t room = WORKER_RELAY_BUF - c->r_len;
+        ssize_t n = sockio_read(&u->io, c->rbuf + c->r_len, room);
+        if (n > 0) {
+            c->r_len += (size_t)n;
+            for (;;) {
+                http_response_reset(resp);
+                int r = http_response_parse(c->rbuf, c->r_len, &c->w->http_limits, c->is_head, resp);
+                if (r < 0) {
+                    proxy_fail(c, 502, "BadUpstreamResponse");
+                    return;
+                }
+                if (r == 0) {
+                    if (c->r_len == WORKER_RELAY_BUF) {
+                        proxy_fail(c, 502, "UpstreamHeadTooLarge");
+                        return;
+                    }
+                    break;
+                }
+                if (resp->status >= 100 && resp->status < 200) {
+                    /* Interim responses are not for the client: we never
+                     * forward Expect, so drop them and read on. */
+                    memmove(c->rbuf, c->rbuf + r, c->r_len - (size_t)r);
+                    c->r_len -= (size_t)r;
+                    continue;
+                }
+                proxy_on_head(c, resp, (size_t)r);
+                return;
+            }
+            continue;
+        }
+        if (n == SOCKIO_WANT_READ)
+            return;
+        if (n == SOCKIO_WANT_WRITE) {
+            upstream_arm_write(u, true, c->w->tv_up_response);
+            return;
+        }
+        if (!proxy_retry_stale(c))
+            proxy_fail(c, 502, n == 0 ? "UpstreamClosed" : "UpstreamRead");
+        return;
+    }
+}
+
+static void proxy_finish(conn_t *c)
+{
+    c->log.upstream_ns = proxy_now_ns() - c->log.upstream_start_ns;
+    proxy_release(c, c->up_reusable && c->body_done);
+    c->state = CONN_READ_HEAD;
+    conn_request_done(c);
+}
+
+/* Moves body bytes upstream -> rbuf -> client until one side would block.
+ * The buffer is the watermark: a full buffer stops upstream reads, an
+ * empty one stops client writes. */
+static void proxy_pump(conn_t *c)
+{
+    upstream_conn_t *u = c->up;
+    worker_t *w = c->w;
+    for (;;) {
+        bool progress = false;
+        while (c->r_off < c->r_len) {
+            size_t len = c->r_len - c->r_off;
+            if (c->tls && len > PROXY_TLS_RECORD)
+                len = PROXY_TLS_RECORD;
+            ssize_t n = sockio_write(&c->io, c->rbuf + c->r_off, len);
+            if (n > 0) {
+                c->r_off += (size_t)n;
+                c->log.bytes += (uint64_t)n;
+                progress = true;
+                continue;
+            }
+            if (n == SOCKIO_WANT_WRITE || n == SOCKIO_WANT_READ) {
+                conn_arm_write(c, true);
+                break;
+            }
+            /* The client went away: nothing more to deliver. */
+            c->log.reason = "ClientClosed";
+            proxy_release(c, false);
+            c->state = CONN_READ_HEAD;
+            c->keep_alive = false;
+            conn_request_done(c);
+            return;
+        }
+        if (c->r_off == c->r_len) {
+            c->r_off = c->r_len = 0;
+            conn_arm_write(c, false);
+            if (c->body_done) {
+                proxy_finish(c);
+                return;
+            }
+        }
+        if (c->body_done) {
+            upstream_arm_read(u, false, NULL);
+            return;
+        }
+        if (c->r_off > 0 && WORKER_RELAY_BUF - c->r_len < PROXY_TLS_RECORD) {
+            memmove(c->rbuf, c->rbuf + c->r_off, c->r_len - c->r_off);
+            c->r_len -= c->r_off;
+            c->r_off = 0;
+        }
+        size_t room = WORKER_RELAY_BUF - c->r_len;
+        if (room == 0) {
+            upstream_arm_read(u, false, NULL);
+            return;
+        }
+        if (!c->chunked && !c->until_close && (uint64_t)c->body_left < room)
+            room = (size_t)c->body_left;
+        ssize_t n = sockio_read(&u->io, c->rbuf + c->r_len, room);
+        if (n > 0) {
+            ssize_t used = proxy_account_body(c, c->rbuf + c->r_len, (size_t)n);
+            if (used < 0) {
+                proxy_truncate(c, "BadUpstreamChunking");
+                return;
+            }
+            if (used < n)
+                c->up_reusable = false;
+            c->r_len += (size_t)used;
+            progress = true;
+        } else if (n == 0 && c->until_close) {
+            c->body_done = true;
+            progress = true;
+        } else if (n == SOCKIO_WANT_READ) {
+            upstream_arm_read(u, true, w->tv_up_response);
+        } else if (n == SOCKIO_WANT_WRITE) {
+            upstream_arm_write(u, true, w->tv_up_response);
+        } else {
+            proxy_truncate(c, n == 0 ? "UpstreamClosedEarly" : "UpstreamRead");
+            return;
+        }
+        if (!progress)
+            return;
+    }
+}
+
+void proxy_on_client_writable(conn_t *c)
+{
+    proxy_pump(c);
+}
+
+static void proxy_connected(conn_t *c)
+{
+    upstream_conn_t *u = c->up;
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(u->io.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+        proxy_fail(c, 502, "UpstreamConnect");
+        return;
+    }
+    if (!c->w->upstream_tls) {
+        u->state = UPSTREAM_READY;
+        proxy_send_request(c);
+        return;
+    }
+    u->io.ssl = SSL_new(c->w->upstream_tls);
+    if (!u->io.ssl || !SSL_set_fd(u->io.ssl, u->io.fd) || tls_client_prepare(u->io.ssl, &c->w->cfg->upstream) < 0) {
+        proxy_fail(c, 502, "UpstreamTLS");
+        return;
+    }
+    SSL_set_connect_state(u->io.ssl);
+    u->state = UPSTREAM_HANDSHAKE;
+}
+
+static void proxy_handshake(conn_t *c)
+{
+    upstream_conn_t *u = c->up;
+    int r = sockio_handshake(&u->io);
+    if (r == 1) {
+        u->state = UPSTREAM_READY;
+        upstream_arm_read(u, false, NULL);
+        proxy_send_request(c);
+    } else if (r == SOCKIO_WANT_READ) {
+        upstream_arm_write(u, false, NULL);
+        upstream_arm_read(u, true, c->w->tv_up_connect);
+    } else if (r == SOCKIO_WANT_WRITE) {
+        upstream_arm_write(u, true, c->w->tv_up_connect);
+    } else {
+        proxy_fail(c, 502, "UpstreamTLSHandshake");
+    }
+}
+
+void proxy_on_upstream(upstream_conn_t *u, short what)
+{
+    conn_t *c = u->client;
+    if (what & EV_TIMEOUT) {
+        if (c->up_phase == PROXY_BODY)
+            proxy_truncate(c, "UpstreamTimeout");
+        else
+            proxy_fail(c, 504, u->state == UPSTREAM_READY ? "UpstreamTimeout" : "UpstreamConnectTimeout");
+        return;
+    }
+    switch (u->state) {
+    case UPSTREAM_CONNECTING:
+        proxy_connected(c);
+        if (c->up && c->up->state == UPSTREAM_HANDSHAKE)
+            proxy_handshake(c);
+        return;
+    case UPSTREAM_HANDSHAKE:
+        proxy_handshake(c);
+        return;
+    case UPSTREAM_READY:
+        break;
+    }
+    switch (c->up_phase) {
+    case PROXY_SEND:
+        proxy_send_request(c);
+        break;
+    case PROXY_HEAD:
+        proxy_read_head(c);
+        break;
+    default:
+        upstream_arm_write(u, false, NULL);
+        proxy_pump(c);
+        break;
+    }
+}
