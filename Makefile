@@ -8,6 +8,7 @@
 PKGS := libevent libevent_openssl libevent_pthreads openssl jansson yaml-0.1
 
 ifeq ($(SAN),1)
+export SKEWGATE_SAN := 1
 BUILD ?= build-san
 OPT   := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 else ifeq ($(TSAN),1)

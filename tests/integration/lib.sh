@@ -1,0 +1,161 @@
+# Sourced by the integration tests: temp dirs, process cleanup, bounded
+# condition waits, the nginx MCS stand-in, certificates and skewgate itself.
+# Everything listens on loopback only.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+: "${SKEWGATE_BIN:?SKEWGATE_BIN must name the skewgate binary}"
+TMP=$(mktemp -d /tmp/skewgate-test.XXXXXX)
+chmod 755 "$TMP"
+PIDS=()
+
+# proc_gone PID: exited (a zombie counts: it is ours to reap).
+proc_gone() {
+  [ ! -e "/proc/$1" ] || [ "$(sed -E 's/^[0-9]+ \(.*\) (.).*/\1/' "/proc/$1/stat" 2>/dev/null)" = Z ]
+}
+
+# gate_stop: SIGTERM, then a bounded wait for the drain to finish.
+gate_stop() {
+  [ -n "${GATE_PID:-}" ] || return 0
+  kill -TERM "$GATE_PID" 2>/dev/null || true
+  wait_until 20 proc_gone "$GATE_PID" || kill -KILL "$GATE_PID" 2>/dev/null || true
+  wait "$GATE_PID" 2>/dev/null || true
+  GATE_PID=
+}
+
+cleanup() {
+  local rc=$? p
+  gate_stop
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  # A sanitizer build reports leaks and errors at exit, into the gate's log.
+  if [ -n "${GATE_LOG:-}" ] && grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:|WARNING: ThreadSanitizer' "$GATE_LOG"; then
+    echo "FAIL: sanitizer report from skewgate:" >&2
+    grep -A30 -E 'Sanitizer|runtime error:' "$GATE_LOG" | head -60 >&2
+    rc=1
+  fi
+  rm -rf "$TMP"
+  exit "$rc"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "--- $*"; }
+
+# wait_until SECONDS COMMAND...: polls the condition every 20 ms, bounded.
+wait_until() {
+  local deadline=$(( $(date +%s%N) + $1 * 1000000000 )); shift
+  until "$@"; do
+    [ "$(date +%s%N)" -lt "$deadline" ] || return 1
+    sleep 0.02
+  done
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# certs: CA and server certificate for 127.0.0.1/localhost in $TMP/pki.
+certs() {
+  "$ROOT/tools/mkcert.sh" "$TMP/pki" "${1:-ecdsa}"
+  CA="$TMP/pki/ca.crt"
+}
+
+# mcs_start [SIZE]: the nginx MCS stand-in; sets MCS_PORT and MCS_DATA, and
+# MCS_TLS_PORT (TLS with the test certificate) once certs has run.
+mcs_start() {
+  local size=${1:-307200} cmd tls=()
+  MCS_PORT=$(free_port)
+  if [ -n "${CA:-}" ]; then
+    MCS_TLS_PORT=$(free_port)
+    tls=("$MCS_TLS_PORT" "$TMP/pki/tls.crt" "$TMP/pki/tls.key")
+  fi
+  cmd=$("$ROOT/tools/mcs-standin.sh" "$TMP/mcs" "$MCS_PORT" "$size" "${tls[@]}")
+  MCS_DATA="$TMP/mcs/data"
+  $cmd >"$TMP/mcs/stdout" 2>&1 &
+  PIDS+=($!)
+  wait_until 10 curl -sf -o /dev/null "http://127.0.0.1:$MCS_PORT/healthz" || fail "MCS stand-in did not start"
+}
+
+# gate_config FILE MODE OBJECT [EXTRA_YAML]: a gate on 127.0.0.1 port 0
+# (TLS and plain), in front of the stand-in, with the file source.
+# EXTRA_YAML adds top-level sections; UPSTREAM_EXTRA (indented lines) adds
+# keys to the upstream section.
+gate_config() {
+  local file=$1 mode=$2 object=$3 extra=${4:-}
+  cat >"$file" <<YAML
+workers: ${GATE_WORKERS:-2}
+listeners:
+  - address: "127.0.0.1:0"
+    tls:
+      certificate: $TMP/pki/tls.crt
+      key: $TMP/pki/tls.key
+  - address: "127.0.0.1:0"
+upstream:
+  address: "127.0.0.1:$MCS_PORT"
+${UPSTREAM_EXTRA:-}
+reject:
+  mode: $mode
+enforcement:
+  source: file
+  file:
+    path: $object
+admin:
+  enabled: false
+$extra
+YAML
+}
+
+# gate_start CONFIG: runs skewgate, waits for both listeners; sets GATE_PID,
+# GATE_LOG, TLS_PORT, PLAIN_PORT.
+gate_start() {
+  GATE_LOG="$TMP/gate.log"
+  : >"$GATE_LOG"
+  "$SKEWGATE_BIN" run -c "$1" 2>>"$GATE_LOG" &
+  GATE_PID=$!
+  PIDS+=($GATE_PID)
+  wait_until 10 gate_listening || { cat "$GATE_LOG" >&2; fail "skewgate did not start"; }
+  TLS_PORT=$(gate_port true)
+  PLAIN_PORT=$(gate_port false)
+}
+
+gate_listening() {
+  kill -0 "$GATE_PID" 2>/dev/null || return 1
+  [ "$(grep -c '"event":"listening"' "$GATE_LOG")" -ge 2 ]
+}
+
+gate_port() {
+  python3 - "$GATE_LOG" "$1" <<'PY'
+import json, sys
+want = sys.argv[2] == "true"
+for line in open(sys.argv[1]):
+    try:
+        j = json.loads(line)
+    except ValueError:
+        continue
+    if j.get("event") == "listening" and j.get("tls") == want:
+        print(j["port"]); break
+PY
+}
+
+# access_count FIELD VALUE: access log lines whose FIELD equals VALUE.
+access_count() {
+  python3 - "$GATE_LOG" "$1" "$2" <<'PY'
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    try:
+        j = json.loads(line)
+    except ValueError:
+        continue
+    if j.get("event") == "access" and str(j.get(sys.argv[2])) == sys.argv[3]:
+        n += 1
+print(n)
+PY
+}
+
+# Objects for the file source, from the shared fixtures copied in the repo.
+FIXTURES="$ROOT/tests/fixtures/machineconfiguration"
+set_object() { cp "$FIXTURES/$1" "$2.tmp" && mv "$2.tmp" "$2"; }
+
+IGNITION_ACCEPT='application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1'
