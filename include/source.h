@@ -61,4 +61,12 @@ void source_report(source_t *src, source_state_t state, json_t *object);
 source_t *source_file_new(struct event_base *base, const config_source_file_t *cfg,
                           source_update_fn update, void *arg);
 
+/* The Kubernetes source: list+watch of the MachineConfiguration cfg->name
+ * on the API server (in-cluster when cfg->server is ""), reconnecting with
+ * backoff; FAILING while it cannot confirm its view. cfg is copied;
+ * configuration errors (no in-cluster environment, an unreadable CA file)
+ * are logged and fail source_start. NULL when out of memory. */
+source_t *source_kube_new(struct event_base *base, const config_source_kube_t *cfg,
+                          source_update_fn update, void *arg);
+
 #endif

@@ -71,6 +71,16 @@ SSL_CTX *tls_client_ctx_new(const config_upstream_t *up, char *err, size_t errle
  * cannot be used (tls_check_upstream reports why). */
 int tls_client_prepare(SSL *ssl, const config_upstream_t *up);
 
+/* Client context for the Kubernetes API server: as the upstream's, with
+ * the peer verified against ca_file (the service account's ca.crt) unless
+ * insecure. NULL with a message in err on failure. */
+SSL_CTX *tls_api_ctx_new(const char *ca_file, bool insecure, char *err, size_t errlen);
+
+/* Per-connection setup for the API server: SNI when host is a DNS name,
+ * and the name or IP its certificate must match (unless insecure). 0, or
+ * -1 and err. */
+int tls_api_prepare(SSL *ssl, const char *host, bool insecure, char *err, size_t errlen);
+
 /* For `skewgate check`: build (and free) the context, as run would. 0 when
  * it builds or TLS is off for it (cfg->enabled, up->tls), else -1 and err. */
 int tls_check_listener(const config_tls_server_t *cfg, char *err, size_t errlen);

@@ -154,12 +154,10 @@ static int gate_tls(gate_t *g, char *err, size_t errlen)
 static int gate_source(gate_t *g, char *err, size_t errlen)
 {
     const config_enforcement_t *e = &g->cfg->enforcement;
-    if (e->source != SOURCE_KIND_FILE) {
-        snprintf(err, errlen, "enforcement.source: kubernetes is not available in this build yet; use source: file");
-        return -1;
-    }
     g->ctl = verdict_ctl_new(g->base, e, g->cfg->gate.reject_mode, gate_publish, g);
-    if (g->ctl)
+    if (g->ctl && e->source == SOURCE_KIND_KUBERNETES)
+        g->source = source_kube_new(g->base, &e->kubernetes, verdict_ctl_on_source, g->ctl);
+    else if (g->ctl)
         g->source = source_file_new(g->base, &e->file, verdict_ctl_on_source, g->ctl);
     if (!g->ctl || !g->source) {
         snprintf(err, errlen, "verdict source: out of memory");

@@ -262,7 +262,10 @@ fail:
     return NULL;
 }
 
-SSL_CTX *tls_client_ctx_new(const config_upstream_t *up, char *err, size_t errlen)
+/* A client context verifying its peer against ca_file (else the system
+ * trust store) unless insecure; what names the peer in messages. */
+static SSL_CTX *tls_client_ctx(const char *ca_file, bool insecure, const char *what,
+                               char *err, size_t errlen)
 {
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
@@ -271,24 +274,24 @@ SSL_CTX *tls_client_ctx_new(const config_upstream_t *up, char *err, size_t errle
         return NULL;
     }
     if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
-        tls_fail_openssl(err, errlen, "tls: upstream minimum version");
+        tls_fail_openssl(err, errlen, "tls: %s minimum version", what);
         goto fail;
     }
     /* A CA file that is named is loaded even when verification is off, so
      * that `skewgate check` reports a wrong path before anyone relies on it. */
-    if (up->ca_file && *up->ca_file) {
-        if (SSL_CTX_load_verify_file(ctx, up->ca_file) != 1) {
-            tls_fail_openssl(err, errlen, "tls: upstream ca_file %s", up->ca_file);
+    if (ca_file && *ca_file) {
+        if (SSL_CTX_load_verify_file(ctx, ca_file) != 1) {
+            tls_fail_openssl(err, errlen, "tls: %s ca_file %s", what, ca_file);
             goto fail;
         }
     } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
-        tls_fail_openssl(err, errlen, "tls: upstream: system trust store");
+        tls_fail_openssl(err, errlen, "tls: %s: system trust store", what);
         goto fail;
     }
-    SSL_CTX_set_verify(ctx, up->insecure_skip_verify ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_verify(ctx, insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
     /* SSL_CTX_set_alpn_protos returns 0 on success. */
     if (SSL_CTX_set_alpn_protos(ctx, tls_alpn_http11, sizeof tls_alpn_http11 - 1) != 0) {
-        tls_fail_openssl(err, errlen, "tls: upstream ALPN");
+        tls_fail_openssl(err, errlen, "tls: %s ALPN", what);
         goto fail;
     }
     SSL_CTX_set_options(ctx, TLS_COMMON_OPTIONS);
@@ -303,6 +306,16 @@ SSL_CTX *tls_client_ctx_new(const config_upstream_t *up, char *err, size_t errle
 fail:
     SSL_CTX_free(ctx);
     return NULL;
+}
+
+SSL_CTX *tls_client_ctx_new(const config_upstream_t *up, char *err, size_t errlen)
+{
+    return tls_client_ctx(up->ca_file, up->insecure_skip_verify, "upstream", err, errlen);
+}
+
+SSL_CTX *tls_api_ctx_new(const char *ca_file, bool insecure, char *err, size_t errlen)
+{
+    return tls_client_ctx(ca_file, insecure, "kubernetes", err, errlen);
 }
 
 static bool tls_is_ip_literal(const char *name)
@@ -324,6 +337,34 @@ static bool tls_addr_host(const config_addr_t *addr, char *buf, size_t len)
     return inet_ntop(addr->ss.ss_family, ip, buf, (socklen_t)len) != NULL;
 }
 
+/* SNI for a DNS name (never for an IP literal) and the name or IP the
+ * peer's certificate must match, unless insecure. */
+static int tls_prepare_name(SSL *ssl, const char *name, bool insecure, const char *what,
+                            char *err, size_t errlen)
+{
+    bool is_ip = tls_is_ip_literal(name);
+    /* RFC 6066 allows only host names in SNI, never addresses. */
+    if (!is_ip && SSL_set_tlsext_host_name(ssl, name) != 1) {
+        tls_fail_openssl(err, errlen, "tls: %s server_name \"%s\" cannot be sent as SNI", what, name);
+        return -1;
+    }
+    if (insecure)
+        return 0;
+    X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
+    int ok;
+    if (is_ip) {
+        ok = X509_VERIFY_PARAM_set1_ip_asc(param, name);
+    } else {
+        SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        ok = SSL_set1_host(ssl, name);
+    }
+    if (ok != 1) {
+        tls_fail_openssl(err, errlen, "tls: %s server_name \"%s\" cannot be verified", what, name);
+        return -1;
+    }
+    return 0;
+}
+
 static int tls_prepare(SSL *ssl, const config_upstream_t *up, char *err, size_t errlen)
 {
     char addr_host[INET6_ADDRSTRLEN];
@@ -337,27 +378,12 @@ static int tls_prepare(SSL *ssl, const config_upstream_t *up, char *err, size_t 
         }
         name = addr_host;
     }
-    bool is_ip = tls_is_ip_literal(name);
-    /* RFC 6066 allows only host names in SNI, never addresses. */
-    if (!is_ip && SSL_set_tlsext_host_name(ssl, name) != 1) {
-        tls_fail_openssl(err, errlen, "tls: upstream server_name \"%s\" cannot be sent as SNI", name);
-        return -1;
-    }
-    if (up->insecure_skip_verify)
-        return 0;
-    X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
-    int ok;
-    if (is_ip) {
-        ok = X509_VERIFY_PARAM_set1_ip_asc(param, name);
-    } else {
-        SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-        ok = SSL_set1_host(ssl, name);
-    }
-    if (ok != 1) {
-        tls_fail_openssl(err, errlen, "tls: upstream server_name \"%s\" cannot be verified", name);
-        return -1;
-    }
-    return 0;
+    return tls_prepare_name(ssl, name, up->insecure_skip_verify, "upstream", err, errlen);
+}
+
+int tls_api_prepare(SSL *ssl, const char *host, bool insecure, char *err, size_t errlen)
+{
+    return tls_prepare_name(ssl, host, insecure, "kubernetes", err, errlen);
 }
 
 int tls_client_prepare(SSL *ssl, const config_upstream_t *up)

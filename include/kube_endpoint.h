@@ -1,0 +1,34 @@
+/* kube_endpoint: where the Kubernetes API server is and the request
+ * targets skewgate sends it. Pure string work, no I/O. */
+#ifndef SKEWGATE_KUBE_ENDPOINT_H
+#define SKEWGATE_KUBE_ENDPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KUBE_HOST_MAX 256
+#define KUBE_TARGET_MAX 1024
+
+typedef struct kube_endpoint {
+    bool tls;
+    char host[KUBE_HOST_MAX];       /* name or IP literal, without brackets */
+    char port[8];
+    char authority[KUBE_HOST_MAX + 10]; /* for Host: IPv6 in brackets */
+} kube_endpoint_t;
+
+/* server: "https://HOST[:PORT][/]" or "http://HOST[:PORT][/]" (IPv6 in
+ * brackets); "" means in-cluster, from service_host and service_port (the
+ * values of KUBERNETES_SERVICE_HOST and _PORT, NULL when unset). 0, or -1
+ * with a message in err. */
+int kube_endpoint_parse(const char *server, const char *service_host, const char *service_port,
+                        kube_endpoint_t *ep, char *err, size_t errlen);
+
+/* The list of the one MachineConfiguration called name, and the watch that
+ * follows it from resource_version, ending after timeout_s. The values
+ * are percent-encoded. 0, or -1 when the target would not fit in len. */
+int kube_list_target(char *buf, size_t len, const char *name);
+int kube_watch_target(char *buf, size_t len, const char *name, const char *resource_version,
+                      uint64_t timeout_s);
+
+#endif
