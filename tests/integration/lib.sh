@@ -80,7 +80,8 @@ mcs_start() {
 # gate_config FILE MODE OBJECT [EXTRA_YAML]: a gate on 127.0.0.1 port 0
 # (TLS and plain), in front of the stand-in, with the file source.
 # EXTRA_YAML adds top-level sections; UPSTREAM_EXTRA (indented lines) adds
-# keys to the upstream section.
+# keys to the upstream section; GATE_ENFORCEMENT (indented lines) replaces
+# the file source (OBJECT is then unused).
 gate_config() {
   local file=$1 mode=$2 object=$3 extra=${4:-}
   cat >"$file" <<YAML
@@ -97,9 +98,9 @@ ${UPSTREAM_EXTRA:-}
 reject:
   mode: $mode
 enforcement:
-  source: file
+${GATE_ENFORCEMENT:-  source: file
   file:
-    path: $object
+    path: $object}
 admin:
   enabled: false
 $extra
@@ -157,5 +158,26 @@ PY
 # Objects for the file source, from the shared fixtures copied in the repo.
 FIXTURES="$ROOT/tests/fixtures/machineconfiguration"
 set_object() { cp "$FIXTURES/$1" "$2.tmp" && mv "$2.tmp" "$2"; }
+
+# ign_run NAME: Debian's Ignition (fetch stage) against the gate's TLS
+# listener for /config/worker, bounded by IGN_TIMEOUT (30 s); its output is
+# in $TMP/NAME/out, the config it fetched in $TMP/NAME/cache.json.
+IGNITION=/usr/lib/dracut/modules.d/30ignition/ignition
+ign_run() {
+  local dir="$TMP/$1"
+  mkdir -p "$dir"
+  python3 - "$dir/pointer.ign" "$TLS_PORT" "$CA" <<'PY'
+import base64, json, sys
+path, port, ca = sys.argv[1], sys.argv[2], sys.argv[3]
+ca64 = base64.b64encode(open(ca, "rb").read()).decode()
+json.dump({"ignition": {"version": "3.3.0",
+           "config": {"merge": [{"source": "https://127.0.0.1:%s/config/worker" % port}]},
+           "security": {"tls": {"certificateAuthorities": [{"source": "data:;base64," + ca64}]}}}},
+          open(path, "w"))
+PY
+  IGNITION_CONFIG_FILE="$dir/pointer.ign" timeout "${IGN_TIMEOUT:-30}" "$IGNITION" --platform file --stage fetch \
+    --log-to-stdout --config-cache "$dir/cache.json" --state-file "$dir/state" --neednet "$dir/neednet" \
+    >"$dir/out" 2>&1
+}
 
 IGNITION_ACCEPT='application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1'

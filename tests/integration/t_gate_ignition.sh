@@ -3,29 +3,10 @@
 # TLS, in each reject mode, and across a verdict flip.
 . "$(dirname "$0")/lib.sh"
 
-IGNITION=/usr/lib/dracut/modules.d/30ignition/ignition
 [ -x "$IGNITION" ] || fail "Ignition is not installed (package ignition)"
 certs
 mcs_start 307200
 object="$TMP/mc.yaml"
-
-# ign_run NAME: Ignition's fetch stage against the gate; output in $TMP/NAME.out.
-ign_run() {
-  local dir="$TMP/$1"
-  mkdir -p "$dir"
-  python3 - "$dir/pointer.ign" "$TLS_PORT" "$CA" <<'PY'
-import base64, json, sys
-path, port, ca = sys.argv[1], sys.argv[2], sys.argv[3]
-ca64 = base64.b64encode(open(ca, "rb").read()).decode()
-json.dump({"ignition": {"version": "3.3.0",
-           "config": {"merge": [{"source": "https://127.0.0.1:%s/config/worker" % port}]},
-           "security": {"tls": {"certificateAuthorities": [{"source": "data:;base64," + ca64}]}}}},
-          open(path, "w"))
-PY
-  IGNITION_CONFIG_FILE="$dir/pointer.ign" timeout "${IGN_TIMEOUT:-30}" "$IGNITION" --platform file --stage fetch \
-    --log-to-stdout --config-cache "$dir/cache.json" --state-file "$dir/state" --neednet "$dir/neednet" \
-    >"$dir/out" 2>&1
-}
 
 note "admitted: Ignition finishes with the upstream's config"
 set_object automatic-compliant.yaml "$object"
