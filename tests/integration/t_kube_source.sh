@@ -136,6 +136,10 @@ PY
 
 note "API down at start: when_unknown until it comes up, then the real verdict"
 gate_stop
+# The next gate_start starts a new log: look for sanitizer reports first.
+if grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:' "$GATE_LOG"; then
+  die "sanitizer report from the first gate"
+fi
 port=$FA_PORT
 fa_stop
 kube_gate_start hold
