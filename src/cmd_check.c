@@ -5,6 +5,7 @@
 
 #include "cmd.h"
 #include "config.h"
+#include "kube_token.h"
 #include "tls.h"
 
 typedef struct check_run {
@@ -34,12 +35,43 @@ static int stage_tls_files(check_run_t *run)
     return tls_check_upstream(&run->cfg->upstream, run->err, sizeof run->err);
 }
 
+/* --files with the Kubernetes source: its CA file (unless the server is
+ * plain http://) and its token file load as `run` would load them. */
+static int stage_kube_files(check_run_t *run)
+{
+    const config_enforcement_t *e = &run->cfg->enforcement;
+    if (!run->files || e->source != SOURCE_KIND_KUBERNETES)
+        return 0;
+    const config_source_kube_t *k = &e->kubernetes;
+    if (strncmp(k->server, "http://", 7) != 0) {
+        SSL_CTX *ctx = tls_api_ctx_new(k->ca_file, k->insecure_skip_tls_verify, run->err,
+                                       sizeof run->err);
+        if (!ctx)
+            return -1;
+        SSL_CTX_free(ctx);
+    }
+    kube_token_t token;
+    if (kube_token_init(&token, k->token_file) < 0) {
+        snprintf(run->err, sizeof run->err, "out of memory");
+        return -1;
+    }
+    char err[256];
+    int rc = kube_token_refresh(&token, err, sizeof err);
+    kube_token_free(&token);
+    if (rc < 0) {
+        snprintf(run->err, sizeof run->err, "enforcement.kubernetes: %s", err);
+        return -1;
+    }
+    return 0;
+}
+
 /* Run in order while they pass. Stages after loading see run->cfg and vouch
  * for what the file's text cannot show: modules that open files or build
  * contexts at start-up (certificates that load, say) add theirs here. */
 static const check_stage_fn check_stages[] = {
     stage_load_config,
     stage_tls_files,
+    stage_kube_files,
 };
 
 static void check_usage(FILE *out)

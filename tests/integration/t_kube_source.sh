@@ -6,6 +6,14 @@
 # rotated tokens. Ends with the flip latency over 50 patches.
 . "$(dirname "$0")/lib_kube.sh"
 
+# The next gate_start starts a new log: look for sanitizer reports first.
+gate_stop_checked() {
+  gate_stop
+  if grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:' "$GATE_LOG"; then
+    die "sanitizer report from the stopped gate"
+  fi
+}
+
 certs
 mcs_start 4096
 fa_start --object "$FIXTURES/automatic-compliant.yaml"
@@ -135,11 +143,7 @@ assert e2e[-1] < 1000, "a flip took a second or more"
 PY
 
 note "API down at start: when_unknown until it comes up, then the real verdict"
-gate_stop
-# The next gate_start starts a new log: look for sanitizer reports first.
-if grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:' "$GATE_LOG"; then
-  die "sanitizer report from the first gate"
-fi
+gate_stop_checked
 port=$FA_PORT
 fa_stop
 kube_gate_start hold
@@ -149,4 +153,22 @@ code_is 200 || die "when_unknown (admit) not applied"
 fa_start --port "$port" --object "$FIXTURES/automatic-out-of-skew.yaml"
 wait_until 15 code_is 503 || die "the real verdict did not follow the API server's start"
 reason_is OutOfSkew || die "reason $(verdict_reason)"
+
+note "API down for longer than max_staleness: when_unknown, then back"
+gate_stop_checked
+kube_gate_start hold "  max_staleness: 2s"
+wait_until 5 code_is 503 || die "not rejected at start"
+port=$FA_PORT
+# Staleness runs from the last confirmed view: a bookmark (every second)
+# at most a second before the stop, so when_unknown comes 1 s later at best.
+t0=$(date +%s%N)
+fa_stop
+wait_until 2 log_count_above source_error 0 || die "the API server's loss was not noticed"
+code_is 503 || die "the last good verdict was not kept within max_staleness"
+wait_until 5 code_is 200 || die "not when_unknown after max_staleness"
+stale_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+reason_is SourceUnavailable || die "reason $(verdict_reason), expected SourceUnavailable"
+[ "$stale_ms" -ge 900 ] || die "when_unknown after ${stale_ms} ms, before max_staleness (2s)"
+fa_start --port "$port" --object "$FIXTURES/automatic-out-of-skew.yaml"
+wait_until 15 code_is 503 || die "the real verdict did not return with the API server"
 echo PASS
