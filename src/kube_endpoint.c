@@ -151,10 +151,9 @@ static int selector_target(char *buf, size_t len, size_t *at, const char *name)
     char selector[300];
     if ((size_t)snprintf(selector, sizeof selector, "metadata.name=%s", name) >= sizeof selector)
         return -1;
-    return append_raw(buf, len, at, MC_PATH "?fieldSelector=") < 0 ||
-                   append_escaped(buf, len, at, selector) < 0
-               ? -1
-               : 0;
+    if (append_raw(buf, len, at, MC_PATH "?fieldSelector=") < 0)
+        return -1;
+    return append_escaped(buf, len, at, selector);
 }
 
 int kube_list_target(char *buf, size_t len, const char *name)

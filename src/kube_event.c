@@ -101,7 +101,7 @@ int kube_list_parse(const char *body, size_t len, const char *name, json_t **obj
     int rc = -1;
     json_t *items = json_object_get(root, "items");
     /* An empty list may come as "items": null. */
-    if (!json_is_array(items) && !json_is_null(items) && items) {
+    if (items && !json_is_array(items) && !json_is_null(items)) {
         event_fail(err, errlen, "list answer without items");
         goto done;
     }
