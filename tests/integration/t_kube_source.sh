@@ -82,6 +82,14 @@ wait_until 3 log_count_above source_listed "$lists" || die "no reconnect after g
 [ "$(log_count verdict)" = "$verdicts" ] || die "the verdict changed on garbage"
 code_is 200 || die "the last good verdict was not kept"
 
+note "5xx on the list: logged, backed off, recovered"
+lists=$(log_count source_listed)
+fa_ctl '{"fault":"status_500","count":2,"kinds":["list"]}' >/dev/null
+fa_ctl '{"fault":"drop_watches"}' >/dev/null
+wait_until 5 log_count_above source_listed "$lists" || die "no recovery after two 500s"
+[ "$(log_count source_error "HTTP 500")" -ge 2 ] || die "the 500s were not logged"
+code_is 200 || die "the last good verdict was not kept through 500s"
+
 note "wrong token: 401 logged, retried, no crash; fixed: recovers"
 errors=$(log_count source_error "HTTP 401")
 echo wrong-token >"$GATE_TOKEN"
