@@ -256,9 +256,12 @@ void conn_send_local(conn_t *c, const char *data, size_t len, gate_snapshot_t *r
         gate_snapshot_unref(c->out_ref);
     c->out_ref = ref;
     c->close_after = close_after;
-    conn_arm_read(c, false);
+    /* Read interest stays on when the answer goes out at once, as it
+     * nearly always does: no epoll_ctl per request. */
     if (conn_flush_local(c))
         conn_next_request(c);
+    else if (c->state == CONN_WRITE_LOCAL)
+        conn_arm_read(c, false);
 }
 
 static const char *conn_status_text(int status)
