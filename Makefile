@@ -60,14 +60,14 @@ $(BUILD)/obj $(BUILD)/unit:
 	mkdir -p $@
 
 unit: deps $(UNIT_BIN)
-	./tools/run-checked $(UNIT_BIN) --jobs 2
+	./tools/run-unit $(UNIT_BIN) --jobs 2
 
 integration: deps $(BIN)
 	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./tests/integration/run
 
 test: deps
 	$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
-	./tools/run-checked $(UNIT_BIN) --jobs 2
+	./tools/run-unit $(UNIT_BIN) --jobs 2
 	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./tests/integration/run
 
 check-conf: $(BIN)
