@@ -11,6 +11,7 @@
 #include "conn.h"
 #include "http.h"
 #include "http_path.h"
+#include "clock.h"
 #include "log.h"
 #include "proxy.h"
 #include "snapshot.h"
@@ -21,13 +22,6 @@ static void conn_on_write(evutil_socket_t fd, short what, void *arg);
 static void conn_on_timer(evutil_socket_t fd, short what, void *arg);
 static void conn_read_head(conn_t *c);
 static void conn_process_input(conn_t *c);
-
-static uint64_t conn_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void conn_arm_read(conn_t *c, bool on)
 {
@@ -371,7 +365,7 @@ static void conn_dispatch(conn_t *c)
 {
     worker_t *w = c->w;
     const http_request_t *req = &w->req;
-    c->log.start_ns = conn_now_ns();
+    c->log.start_ns = clock_monotonic_ns();
     c->log.method_off = req->method_name.off;
     c->log.method_len = req->method_name.len;
     c->log.path_off = req->target.off;
@@ -436,7 +430,7 @@ static void conn_process_input(conn_t *c)
         conn_timer(c, NULL);
         if (r < 0) {
             c->head_len = c->ilen;
-            c->log.start_ns = conn_now_ns();
+            c->log.start_ns = clock_monotonic_ns();
             conn_send_error(c, -r, "MalformedRequest", true);
             return;
         }
@@ -572,7 +566,7 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
     case CONN_READ_HEAD:
         /* The head did not complete within header_timeout. */
         c->head_len = c->ilen;
-        c->log.start_ns = conn_now_ns();
+        c->log.start_ns = clock_monotonic_ns();
         conn_send_error(c, 408, "HeaderTimeout", true);
         break;
     case CONN_QUEUED:
