@@ -22,6 +22,7 @@ static void conn_on_write(evutil_socket_t fd, short what, void *arg);
 static void conn_on_timer(evutil_socket_t fd, short what, void *arg);
 static void conn_read_head(conn_t *c);
 static void conn_process_input(conn_t *c);
+static void conn_process_heads(conn_t *c, worker_t *w);
 
 void conn_arm_read(conn_t *c, bool on)
 {
@@ -205,6 +206,10 @@ static void conn_next_request(conn_t *c)
     memset(&c->log, 0, sizeof c->log);
     conn_arm_write(c, false);
     conn_arm_read(c, true);
+    /* Answered from within conn_process_input: its loop goes on with the
+     * next pipelined head, without a stack frame per request. */
+    if (c->processing)
+        return;
     if (c->ilen) {
         conn_process_input(c);
     } else if (sockio_pending(&c->io)) {
@@ -417,6 +422,13 @@ static void conn_dispatch(conn_t *c)
 static void conn_process_input(conn_t *c)
 {
     worker_t *w = c->w;
+    c->processing = true;
+    conn_process_heads(c, w);
+    c->processing = false;
+}
+
+static void conn_process_heads(conn_t *c, worker_t *w)
+{
     while (c->state == CONN_READ_HEAD && c->ilen > 0) {
         /* The parse state is the worker's, shared by its connections, so
          * each call starts afresh; a head is at most max_header_bytes. */
