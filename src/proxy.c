@@ -452,6 +452,11 @@ static void proxy_read_head(conn_t *c)
                     }
                     break;
                 }
+                if (resp->status == 101) {
+                    /* We never forward Upgrade, so a switch is a broken upstream. */
+                    proxy_fail(c, 502, "UnexpectedUpgrade");
+                    return;
+                }
                 if (resp->status >= 100 && resp->status < 200) {
                     /* Interim responses are not for the client: we never
                      * forward Expect, so drop them and read on. */
