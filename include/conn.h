@@ -55,6 +55,7 @@ typedef struct conn {
     bool timer_on;
     bool write_waiting;     /* wev added */
     bool read_on;           /* rev added */
+    bool processing;        /* inside conn_process_input */
     struct sockaddr_storage peer;
     socklen_t peer_len;
 

@@ -66,7 +66,7 @@ typedef struct http_header {
 /* The field lines of a head, in order. The storage is the caller's. */
 typedef struct http_headers {
     http_header_t *list;
-    uint32_t cap;               /* at most INT16_MAX */
+    uint32_t cap;               /* capped at INT16_MAX */
     uint32_t count;
     int16_t first[HTTP_HDR__KNOWN];  /* index of the first field with that name, -1 */
 } http_headers_t;
@@ -113,10 +113,10 @@ typedef struct http_request {
     bool keep_alive;
     bool chunked;               /* Transfer-Encoding: chunked */
     bool has_body;              /* chunked or Content-Length > 0 */
-    bool expect_continue;       /* Expect: 100-continue */
+    bool expect_continue;       /* Expect: 100-continue, HTTP/1.1 only */
     int64_t content_length;     /* -1 if absent */
     http_headers_t headers;
-    const char *error;
+    const char *error;          /* why it failed: static text for the log */
 
     /* resumable state */
     http_scan_t scan;
@@ -124,13 +124,13 @@ typedef struct http_request {
     uint32_t rl_pos;            /* request line bytes walked */
     uint32_t rl_mark;           /* start of the part being walked */
     uint32_t rl_target;         /* start of the request-target */
-    uint8_t rl_part;
+    uint8_t rl_part;            /* method, target or version */
     bool started;
     bool rl_done;
 } http_request_t;
 
 /* Gives the request its field storage (cap entries) and readies it for a
- * first message. */
+ * first message. Fields found before a failure stay readable (for the log). */
 void http_request_init(http_request_t *req, http_header_t *headers, uint32_t cap);
 /* Readies it for the next message on the connection. */
 void http_request_reset(http_request_t *req);
@@ -157,7 +157,7 @@ typedef struct http_response {
     http_body_t body;
     int64_t content_length;     /* -1 if absent; kept for HEAD and 304 */
     http_headers_t headers;
-    const char *error;
+    const char *error;          /* why it failed: static text for the log */
 
     http_scan_t scan;
 } http_response_t;

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 
 #include "accesslog.h"
+#include "clock.h"
 #include "conn.h"
 #include "worker.h"
 
@@ -73,9 +74,7 @@ void accesslog_write(conn_t *c)
         inet_ntop(AF_INET6, &s6->sin6_addr, peer, sizeof peer);
         port = ntohs(s6->sin6_port);
     }
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    uint64_t now_ns = clock_monotonic_ns();
     double dur = c->log.start_ns ? (double)(now_ns - c->log.start_ns) / 1e9 : 0.0;
     double up = (double)c->log.upstream_ns / 1e9;
     at = (size_t)snprintf(line, cap, "{\"time\":\"%s.%03dZ\",\"level\":\"info\",\"event\":\"access\",\"client\":\"%s\","

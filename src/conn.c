@@ -11,6 +11,7 @@
 #include "conn.h"
 #include "http.h"
 #include "http_path.h"
+#include "clock.h"
 #include "log.h"
 #include "proxy.h"
 #include "snapshot.h"
@@ -21,13 +22,7 @@ static void conn_on_write(evutil_socket_t fd, short what, void *arg);
 static void conn_on_timer(evutil_socket_t fd, short what, void *arg);
 static void conn_read_head(conn_t *c);
 static void conn_process_input(conn_t *c);
-
-static uint64_t conn_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+static void conn_process_heads(conn_t *c, worker_t *w);
 
 void conn_arm_read(conn_t *c, bool on)
 {
@@ -211,6 +206,10 @@ static void conn_next_request(conn_t *c)
     memset(&c->log, 0, sizeof c->log);
     conn_arm_write(c, false);
     conn_arm_read(c, true);
+    /* Answered from within conn_process_input: its loop goes on with the
+     * next pipelined head, without a stack frame per request. */
+    if (c->processing)
+        return;
     if (c->ilen) {
         conn_process_input(c);
     } else if (sockio_pending(&c->io)) {
@@ -256,9 +255,12 @@ void conn_send_local(conn_t *c, const char *data, size_t len, gate_snapshot_t *r
         gate_snapshot_unref(c->out_ref);
     c->out_ref = ref;
     c->close_after = close_after;
-    conn_arm_read(c, false);
+    /* Read interest stays on when the answer goes out at once, as it
+     * nearly always does: no epoll_ctl per request. */
     if (conn_flush_local(c))
         conn_next_request(c);
+    else if (c->state == CONN_WRITE_LOCAL)
+        conn_arm_read(c, false);
 }
 
 static const char *conn_status_text(int status)
@@ -368,7 +370,7 @@ static void conn_dispatch(conn_t *c)
 {
     worker_t *w = c->w;
     const http_request_t *req = &w->req;
-    c->log.start_ns = conn_now_ns();
+    c->log.start_ns = clock_monotonic_ns();
     c->log.method_off = req->method_name.off;
     c->log.method_len = req->method_name.len;
     c->log.path_off = req->target.off;
@@ -420,6 +422,13 @@ static void conn_dispatch(conn_t *c)
 static void conn_process_input(conn_t *c)
 {
     worker_t *w = c->w;
+    c->processing = true;
+    conn_process_heads(c, w);
+    c->processing = false;
+}
+
+static void conn_process_heads(conn_t *c, worker_t *w)
+{
     while (c->state == CONN_READ_HEAD && c->ilen > 0) {
         /* The parse state is the worker's, shared by its connections, so
          * each call starts afresh; a head is at most max_header_bytes. */
@@ -433,7 +442,7 @@ static void conn_process_input(conn_t *c)
         conn_timer(c, NULL);
         if (r < 0) {
             c->head_len = c->ilen;
-            c->log.start_ns = conn_now_ns();
+            c->log.start_ns = clock_monotonic_ns();
             conn_send_error(c, -r, "MalformedRequest", true);
             return;
         }
@@ -569,7 +578,7 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
     case CONN_READ_HEAD:
         /* The head did not complete within header_timeout. */
         c->head_len = c->ilen;
-        c->log.start_ns = conn_now_ns();
+        c->log.start_ns = clock_monotonic_ns();
         conn_send_error(c, 408, "HeaderTimeout", true);
         break;
     case CONN_QUEUED:

@@ -75,6 +75,26 @@ void http_headers_clear(http_headers_t *h)
         h->first[i] = -1;
 }
 
+/* Values are most of a head: skip them eight bytes at a time while no byte
+ * is below 0x20 (CR, HTAB, other CTLs) or 0x7f. Exact: a word is skipped
+ * only if none of its bytes is (the borrow of x - 0x20.. can only flag a
+ * byte above one that really is below 0x20); the byte loop sorts out the
+ * rest. Bytes >= 0x80 (obs-text) are never flagged, as ~x clears them. */
+static uint32_t skip_value_words(const unsigned char *b, uint32_t p, uint32_t end)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    while (end - p >= 8) {
+        uint64_t x;
+        memcpy(&x, b + p, 8);
+        uint64_t ctl = (x - 0x20 * ones) & ~x & highs;
+        uint64_t del = ((x ^ 0x7f * ones) - ones) & ~(x ^ 0x7f * ones) & highs;
+        if (ctl | del)
+            break;
+        p += 8;
+    }
+    return p;
+}
+
 static int field_error(const char **error, const char *why)
 {
     *error = why;
@@ -110,6 +130,7 @@ int http_fields_parse(const char *buf, uint32_t off, uint32_t end, http_headers_
         while (b[p] == ' ' || b[p] == '\t')
             p++;
         uint32_t value = p;
+        p = skip_value_words(b, p, end);
         while (http_is(b[p], HTTP_C_VALUE))
             p++;
         if (b[p] != '\r')

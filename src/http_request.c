@@ -20,7 +20,7 @@ static int request_error(http_request_t *req, int status, const char *why)
 void http_request_init(http_request_t *req, http_header_t *headers, uint32_t cap)
 {
     req->headers.list = headers;
-    req->headers.cap = cap;
+    req->headers.cap = cap < INT16_MAX ? cap : INT16_MAX;
     http_request_reset(req);
 }
 
@@ -29,7 +29,7 @@ void http_request_reset(http_request_t *req)
     req->started = false;
     req->rl_done = false;
     req->error = NULL;
-    req->headers.count = 0;
+    http_headers_clear(&req->headers);
 }
 
 /* Walks the request line byte by byte as it arrives, so that garbage (a
@@ -41,33 +41,37 @@ static int request_line_walk(const char *buf, size_t len, const http_limits_t *l
                              http_request_t *req)
 {
     const unsigned char *b = (const unsigned char *)buf;
-    for (size_t i = req->rl_pos; i < len; i++) {
-        switch (req->rl_part) {
-        case RL_METHOD:
-            if (b[i] == ' ' && i > req->rl_mark) {
-                req->rl_part = RL_TARGET;
-                req->rl_mark = req->rl_target = (uint32_t)i + 1;
-            } else if (!http_is(b[i], HTTP_C_TOKEN)) {
-                return request_error(req, -400, "invalid method");
-            }
+    size_t i = req->rl_pos;
+    switch (req->rl_part) {
+    case RL_METHOD:
+        while (i < len && http_is(b[i], HTTP_C_TOKEN))
+            i++;
+        if (i == len)
             break;
-        case RL_TARGET:
-            if (b[i] == ' ' && i > req->rl_mark) {
-                req->rl_part = RL_VERSION;
-                req->rl_mark = (uint32_t)i + 1;
-            } else if (!http_is(b[i], HTTP_C_TARGET)) {
-                return request_error(req, -400, BAD_TARGET);
-            } else if (i + 1 - req->rl_mark > lim->max_uri_bytes) {
-                return request_error(req, -414, "request-target too long");
-            }
+        if (b[i] != ' ' || i == req->rl_mark)
+            return request_error(req, -400, "invalid method");
+        req->rl_part = RL_TARGET;
+        req->rl_mark = req->rl_target = (uint32_t)++i;
+        __attribute__((fallthrough));
+    case RL_TARGET:
+        while (i < len && http_is(b[i], HTTP_C_TARGET))
+            i++;
+        if (i - req->rl_mark > lim->max_uri_bytes)
+            return request_error(req, -414, "request-target too long");
+        if (i == len)
             break;
-        default:
-            if (i - req->rl_mark > sizeof "HTTP/1.1" - 1)   /* its CR may follow */
-                return request_error(req, -400, BAD_VERSION);
-            break;
-        }
+        if (b[i] != ' ' || i == req->rl_mark)
+            return request_error(req, -400, BAD_TARGET);
+        req->rl_part = RL_VERSION;
+        req->rl_mark = (uint32_t)++i;
+        __attribute__((fallthrough));
+    default:
+        /* "HTTP/1.1" and its CR; request_line_finish() reads it. */
+        if (len - req->rl_mark > sizeof "HTTP/1.1")
+            return request_error(req, -400, BAD_VERSION);
+        i = len;
     }
-    req->rl_pos = (uint32_t)len;
+    req->rl_pos = (uint32_t)i;
     return 0;
 }
 
@@ -241,7 +245,9 @@ static int request_semantics(const char *buf, http_request_t *req)
     if (rc < 0)
         return rc;
     const http_header_t *e = http_headers_get(&req->headers, HTTP_HDR_EXPECT);
-    req->expect_continue = e && HTTP_TOKEN_EQ(buf + e->value.off, e->value.len, "100-continue");
+    /* RFC 9110 10.1.1: a 100-continue in an HTTP/1.0 request is ignored. */
+    req->expect_continue = e && req->version_minor == 1 &&
+                           HTTP_TOKEN_EQ(buf + e->value.off, e->value.len, "100-continue");
     req->keep_alive = http_keep_alive(buf, &req->headers, req->version_minor);
     return 0;
 }
@@ -298,7 +304,6 @@ int http_request_parse(const char *buf, size_t len, const http_limits_t *lim,
     if (head == 0)
         return view == lim->max_header_bytes ? request_error(req, -431, "request head too large") : 0;
 
-    http_headers_clear(&req->headers);
     int rc = http_fields_parse(buf, req->scan.first_end + 2, (uint32_t)head, &req->headers,
                                &req->error);
     if (rc == 0)

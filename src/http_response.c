@@ -15,7 +15,7 @@ static int response_error(http_response_t *resp, const char *why)
 void http_response_init(http_response_t *resp, http_header_t *headers, uint32_t cap)
 {
     resp->headers.list = headers;
-    resp->headers.cap = cap;
+    resp->headers.cap = cap < INT16_MAX ? cap : INT16_MAX;
     http_response_reset(resp);
 }
 
@@ -23,7 +23,7 @@ void http_response_reset(http_response_t *resp)
 {
     http_scan_init(&resp->scan);
     resp->error = NULL;
-    resp->headers.count = 0;
+    http_headers_clear(&resp->headers);
 }
 
 static int parse_status_line(const char *buf, uint32_t end, http_response_t *resp)
@@ -150,7 +150,6 @@ int http_response_parse(const char *buf, size_t len, const http_limits_t *lim,
     int rc = parse_status_line(buf, resp->scan.first_end, resp);
     if (rc < 0)
         return rc;
-    http_headers_clear(&resp->headers);
     if (http_fields_parse(buf, resp->scan.first_end + 2, (uint32_t)head, &resp->headers,
                           &resp->error) < 0)
         return response_error(resp, resp->error);

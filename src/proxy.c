@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "http_chunked.h"
+#include "clock.h"
 #include "log.h"
 #include "proxy.h"
 #include "tls.h"
@@ -19,13 +20,6 @@ enum { PROXY_SEND, PROXY_HEAD, PROXY_BODY };
 
 static void proxy_begin(conn_t *c);
 static void proxy_pump(conn_t *c);
-
-static uint64_t proxy_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Gives the upstream slot back and lets the longest waiter have it. */
 static void proxy_release(conn_t *c, bool reuse)
@@ -260,7 +254,7 @@ static void proxy_begin(conn_t *c)
     worker_t *w = c->w;
     c->state = CONN_UPSTREAM;
     c->up_phase = PROXY_SEND;
-    c->log.upstream_start_ns = proxy_now_ns();
+    c->log.upstream_start_ns = clock_monotonic_ns();
     c->rbuf = buf_pool_get(&w->relay_bufs);
     if (!c->rbuf || !proxy_build_request(c)) {
         proxy_fail(c, 502, "RequestTooLarge");
@@ -458,6 +452,11 @@ static void proxy_read_head(conn_t *c)
                     }
                     break;
                 }
+                if (resp->status == 101) {
+                    /* We never forward Upgrade, so a switch is a broken upstream. */
+                    proxy_fail(c, 502, "UnexpectedUpgrade");
+                    return;
+                }
                 if (resp->status >= 100 && resp->status < 200) {
                     /* Interim responses are not for the client: we never
                      * forward Expect, so drop them and read on. */
@@ -484,7 +483,7 @@ static void proxy_read_head(conn_t *c)
 
 static void proxy_finish(conn_t *c)
 {
-    c->log.upstream_ns = proxy_now_ns() - c->log.upstream_start_ns;
+    c->log.upstream_ns = clock_monotonic_ns() - c->log.upstream_start_ns;
     proxy_release(c, c->up_reusable && c->body_done);
     c->state = CONN_READ_HEAD;
     conn_request_done(c);

@@ -88,6 +88,38 @@ assert held[0].recv(12) == b"HTTP/1.1 200", "a connection under the cap was not 
 PY
 gate_stop
 
+note "SIGHUP: new certificates for new handshakes, open connections untouched"
+gate_config "$TMP/gate.yaml" hold "$object"
+gate_start "$TMP/gate.yaml"
+leaf_key() { openssl s_client -connect "127.0.0.1:$TLS_PORT" -CAfile "$1" </dev/null 2>/dev/null |
+             openssl x509 -noout -text | grep -o 'Public Key Algorithm: [a-zA-Z-]*'; }
+[ "$(leaf_key "$CA")" = "Public Key Algorithm: id-ecPublicKey" ] || fail "expected the ECDSA certificate first"
+mkfifo "$TMP/reload.fifo.go"
+python3 - "$TLS_PORT" "$CA" "$TMP/reload.fifo" <<'PY' &
+import os, socket, ssl, sys
+port, ca, fifo = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.create_default_context(cafile=ca)
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="127.0.0.1")
+req = b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"
+s.sendall(req); assert s.recv(12) == b"HTTP/1.1 200"
+s.recv(65536)
+open(fifo, "w").close()                    # tell the shell: connected
+open(fifo + ".go").read()                  # wait: the shell reloaded
+s.sendall(req); assert s.recv(12) == b"HTTP/1.1 200", "old connection broken by reload"
+PY
+client=$!
+PIDS+=($client)
+wait_until 10 test -e "$TMP/reload.fifo" || fail "reload client did not connect"
+"$ROOT/tools/mkcert.sh" "$TMP/pki-rsa" rsa
+cp "$TMP/pki-rsa/tls.crt" "$TMP/pki/tls.crt"; cp "$TMP/pki-rsa/tls.key" "$TMP/pki/tls.key"
+kill -HUP "$GATE_PID"
+wait_until 10 grep -q '"event":"reload"' "$GATE_LOG" || fail "no reload log line"
+[ "$(leaf_key "$TMP/pki-rsa/ca.crt")" = "Public Key Algorithm: rsaEncryption" ] || fail "new handshakes still get the old certificate"
+echo go >"$TMP/reload.fifo.go"
+wait "$client" || fail "the connection opened before SIGHUP did not survive it"
+gate_stop
+cp "$TMP/pki-rsa/ca.crt" "$TMP/pki/ca.crt"   # the listener now serves the RSA certificate
+
 note "SIGTERM: an in-flight response completes, new connections are refused"
 gate_config "$TMP/gate.yaml" hold "$object"
 gate_start "$TMP/gate.yaml"

@@ -69,6 +69,16 @@ allow=$(curl -s -i -X PUT "$http/config/worker" | tr -d '\r' | grep -i '^allow:'
 [ "$allow" = "Allow: GET, HEAD" ] || fail "405 without Allow: GET, HEAD ($allow)"
 [ "$(wc -l < "$TMP/mcs/access.log")" = "$before" ] || fail "a malformed request reached the upstream"
 
+note "hold: 500 pipelined gated requests get 500 empty 503s on the open connection"
+set_object automatic-out-of-skew.yaml "$object"
+wait_until 5 grep -q '"reason":"OutOfSkew"' "$GATE_LOG" || fail "verdict did not flip"
+out=$(python3 "$ROOT/tests/integration/rawhttp.py" "$PLAIN_PORT" "$(for i in $(seq 500); do printf 'GET /config/worker HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n'; done)" --timeout 2)
+[ "$(grep -c '^HTTP/1.1 503 Service Unavailable$' <<<"$out")" = 500 ] || fail "expected 500 x 503, got: $(sort <<<"$out" | uniq -c)"
+[ "${out##*$'\n'}" = OPEN ] || fail "hold closed the connection"
+curl -s -D "$TMP/h" -o /dev/null "$http/config/worker"
+grep -qi '^skewgate-reason: OutOfSkew' "$TMP/h" || fail "no Skewgate-Reason header"
+grep -qi '^content-length: 0' "$TMP/h" || fail "hold body is not empty"
+
 note "header timeout: 408 and close"
 gate_stop
 gate_config "$TMP/gate.yaml" hold "$object" "limits:

@@ -609,6 +609,8 @@ Test(http_request, expect_continue)
     cr_assert_not(req.expect_continue);
     cr_assert_gt(parse(GET_HOST "\r\n"), 0);
     cr_assert_not(req.expect_continue);
+    cr_assert_gt(parse("GET / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n"), 0);
+    cr_assert_not(req.expect_continue);
 }
 
 Test(http_request, keep_alive_table)
@@ -681,4 +683,49 @@ Test(http_request, same_answer_for_every_split)
             cr_assert_eq(rc, whole, "%s cut at %zu: %d, whole %d", s, cut, rc, whole);
         }
     }
+}
+
+Test(http_request, reset_forgets_the_previous_fields)
+{
+    cr_assert_gt(parse(IGNITION), 0);
+    cr_assert_not_null(http_headers_get(&req.headers, HTTP_HDR_USER_AGENT));
+    http_request_reset(&req);
+    cr_assert_null(http_headers_get(&req.headers, HTTP_HDR_USER_AGENT));
+    cr_assert_eq(http_request_parse("BAD\x01", 4, &LIM, &req), -400);
+    cr_assert_null(http_headers_get(&req.headers, HTTP_HDR_USER_AGENT));
+    cr_assert_eq(req.headers.count, 0);
+}
+
+Test(http_request, fields_before_a_failure_stay_readable)
+{
+    const char *s = "GET / HTTP/1.1\r\nUser-Agent: Ignition/2.14.0\r\nX: \x01\r\n\r\n";
+    cr_assert_eq(parse(s), -400);
+    const http_header_t *ua = http_headers_get(&req.headers, HTTP_HDR_USER_AGENT);
+    cr_assert_not_null(ua);
+    cr_assert(slice_is(s, ua->value, "Ignition/2.14.0"));
+}
+
+Test(http_request, bad_byte_at_every_position_of_a_long_value)
+{
+    /* Values are checked eight bytes at a time: a bad byte anywhere in a
+     * word, at every alignment, must still be found. */
+    static const char bad[] = {0x00, 0x01, 0x0b, 0x1f, 0x7f, '\r'};
+    for (size_t k = 0; k < sizeof bad; k++) {
+        for (size_t at = 0; at < 40; at++) {
+            char s[128];
+            int w = sprintf(s, "GET / HTTP/1.1\r\nHost: h\r\nX: ");
+            memset(s + w, 'v', 40);
+            memset(s + w + 20, '\x80', 8);   /* obs-text is fine */
+            s[w + at] = bad[k];
+            memcpy(s + w + 40, "\r\n\r\n", 4);
+            int rc = parse_lim(s, (size_t)w + 44, &LIM);
+            cr_assert_eq(rc, -400, "byte %#x at %zu -> %d", bad[k], at, rc);
+        }
+    }
+    char s[128];
+    int w = sprintf(s, "GET / HTTP/1.1\r\nHost: h\r\nX: ");
+    for (int i = 0; i < 40; i++)
+        s[w + i] = (char)(i % 3 == 0 ? '\t' : i % 3 == 1 ? 0x80 + i : 0x7e);
+    memcpy(s + w + 40, "\r\n\r\n", 4);
+    cr_assert_gt(parse_lim(s, (size_t)w + 44, &LIM), 0);
 }
