@@ -12,6 +12,7 @@
 #include <event2/event.h>
 #include <openssl/err.h>
 
+#include "clock.h"
 #include "http.h"
 #include "http_chunked.h"
 #include "kube_client.h"
@@ -64,13 +65,6 @@ struct kube_client {
     size_t body_len, body_cap, scanned;
     uint64_t arrived_ns;
 };
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void arm_timer(kube_client_t *c, uint64_t ms)
 {
@@ -271,7 +265,7 @@ static bool on_head(kube_client_t *c, size_t head_len)
 /* Bytes from the socket. false when the request is over. */
 static bool got_bytes(kube_client_t *c, size_t n)
 {
-    c->arrived_ns = mono_ns();
+    c->arrived_ns = clock_monotonic_ns();
     if (c->state == KC_BODY) {
         arm_timer(c, c->idle_timeout_ms);
         return feed_body(c, c->head, n);

@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "backoff.h"
+#include "clock.h"
 #include "kube_client.h"
 #include "kube_endpoint.h"
 #include "kube_event.h"
@@ -66,13 +67,6 @@ typedef struct source_kube {
 
 static void begin_list(source_kube_t *k);
 static void begin_watch(source_kube_t *k);
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void retry_in(source_kube_t *k, uint64_t ms)
 {
@@ -162,7 +156,7 @@ static void begin_watch(source_kube_t *k)
         return;
     }
     k->phase = PHASE_WATCHING;
-    k->watch_started_ns = mono_ns();
+    k->watch_started_ns = clock_monotonic_ns();
     send_request(k, target, KUBE_BODY_LINES, k->watch_timeout_ms + WATCH_IDLE_SLACK_MS);
 }
 
@@ -225,7 +219,7 @@ static void listed(source_kube_t *k, const kube_response_t *r)
 static void watch_ended(source_kube_t *k, const kube_response_t *r)
 {
     if (r->complete && r->status == 200) {
-        uint64_t lasted_ms = (mono_ns() - k->watch_started_ns) / 1000000;
+        uint64_t lasted_ms = (clock_monotonic_ns() - k->watch_started_ns) / 1000000;
         log_msg(LOG_DEBUG, "source_watch", "watch ended after %llu ms; resuming from %s",
                 (unsigned long long)lasted_ms, k->rv);
         if (lasted_ms < WATCH_MIN_MS)
@@ -268,7 +262,7 @@ static void report_event(source_kube_t *k, const kube_event_t *ev, uint64_t arri
     bool deleted = ev->type == KUBE_EVENT_DELETED;
     keep_object(k, deleted ? NULL : ev->object);
     source_report(&k->base, deleted ? SOURCE_ABSENT : SOURCE_PRESENT, k->object);
-    uint64_t took_ns = mono_ns() - arrived_ns;
+    uint64_t took_ns = clock_monotonic_ns() - arrived_ns;
     log_json(LOG_DEBUG, "source_event",
              json_pack("{s:s, s:s, s:f}", "type", kube_event_type_name(ev->type),
                        "resourceVersion", ev->resource_version, "publish_ms", took_ns / 1e6));
