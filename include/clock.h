@@ -12,4 +12,13 @@ static inline uint64_t clock_monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Milliseconds at tick resolution (a few ms), without a system call:
+ * enough for deadlines counted in seconds. */
+static inline uint64_t clock_coarse_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 #endif

@@ -18,6 +18,14 @@ struct worker;
 struct upstream_conn;
 struct gate_snapshot;
 
+/* What the connection's single deadline stands for. */
+typedef enum {
+    CONN_DEADLINE_NONE,
+    CONN_DEADLINE_HEADER,   /* handshake and request head: header_timeout -> 408 */
+    CONN_DEADLINE_IDLE,     /* keep-alive between requests: idle_timeout -> close */
+    CONN_DEADLINE_QUEUE,    /* waiting for an upstream slot: queue_timeout -> 503 */
+} conn_deadline_t;
+
 typedef enum {
     CONN_HANDSHAKE,
     CONN_READ_HEAD,
@@ -53,6 +61,9 @@ typedef struct conn {
     bool http10;
     bool is_head;
     bool timer_on;
+    uint8_t deadline_kind;  /* conn_deadline_t */
+    uint64_t deadline_ms;   /* when it is due (coarse monotonic ms) */
+    uint64_t timer_ms;      /* when the armed timer fires; may be earlier */
     bool write_waiting;     /* wev added */
     bool read_on;           /* rev added */
     bool processing;        /* inside conn_process_input */
@@ -102,6 +113,10 @@ void conn_request_done(conn_t *c);
 void conn_send_local(conn_t *c, const char *data, size_t len, struct gate_snapshot *ref, bool close_after);
 /* An error answered with an empty body: status, reason, whether to close. */
 void conn_send_error(conn_t *c, int status, const char *reason, bool close_after);
+/* Sets the connection's deadline (header, idle or queue) ms from now, or
+ * clears it (CONN_DEADLINE_NONE). Moving it later costs a store: the timer
+ * re-arms itself when it fires early, so requests do not touch the timer. */
+void conn_deadline(conn_t *c, conn_deadline_t kind, uint64_t ms);
 /* Resumes writing after the socket became writable (EV_WRITE callback helper). */
 void conn_arm_write(conn_t *c, bool on);
 void conn_arm_read(conn_t *c, bool on);

@@ -88,8 +88,8 @@ typedef struct worker {
     uint32_t queue_len, queue_cap;
 
     /* Timeouts shared by many events: libevent keeps these in O(1) queues. */
-    const struct timeval *tv_header, *tv_idle, *tv_send;
-    const struct timeval *tv_up_connect, *tv_up_response, *tv_up_idle, *tv_queue;
+    const struct timeval *tv_send;
+    const struct timeval *tv_up_connect, *tv_up_response, *tv_up_idle;
 
     uint32_t n_conns;
     bool stopping;

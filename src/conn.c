@@ -30,7 +30,7 @@ void conn_arm_read(conn_t *c, bool on)
         return;
     c->read_on = on;
     if (on)
-        event_add(&c->rev, c->w->tv_idle);
+        event_add(&c->rev, NULL);
     else
         event_del(&c->rev);
 }
@@ -46,15 +46,24 @@ void conn_arm_write(conn_t *c, bool on)
         event_del(&c->wev);
 }
 
-static void conn_timer(conn_t *c, const struct timeval *tv)
+static void conn_arm_timer(conn_t *c, uint64_t now, uint64_t at)
 {
-    if (tv) {
-        event_add(&c->timer, tv);
-        c->timer_on = true;
-    } else if (c->timer_on) {
-        event_del(&c->timer);
-        c->timer_on = false;
-    }
+    uint64_t ms = at > now ? at - now : 0;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    event_add(&c->timer, &tv);
+    c->timer_on = true;
+    c->timer_ms = at;
+}
+
+void conn_deadline(conn_t *c, conn_deadline_t kind, uint64_t ms)
+{
+    c->deadline_kind = (uint8_t)kind;
+    if (kind == CONN_DEADLINE_NONE)
+        return;
+    uint64_t now = clock_coarse_ms();
+    c->deadline_ms = now + ms;
+    if (!c->timer_on || c->deadline_ms < c->timer_ms)
+        conn_arm_timer(c, now, c->deadline_ms);
 }
 
 void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx)
@@ -93,7 +102,7 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
         c->state = CONN_READ_HEAD;
     }
     /* The handshake and the first head share the header deadline. */
-    conn_timer(c, w->tv_header);
+    conn_deadline(c, CONN_DEADLINE_HEADER, w->cfg->limits.header_timeout_ms);
     conn_arm_read(c, true);
     /* Listeners use TCP_DEFER_ACCEPT: data is usually waiting already. */
     conn_on_read(fd, EV_READ, c);
@@ -204,6 +213,7 @@ static void conn_next_request(conn_t *c)
         c->out_ref = NULL;
     }
     memset(&c->log, 0, sizeof c->log);
+    conn_deadline(c, CONN_DEADLINE_IDLE, c->w->cfg->limits.idle_timeout_ms);
     conn_arm_write(c, false);
     conn_arm_read(c, true);
     /* Answered from within conn_process_input: its loop goes on with the
@@ -435,11 +445,11 @@ static void conn_process_heads(conn_t *c, worker_t *w)
         http_request_reset(&w->req);
         int r = http_request_parse(c->ibuf, c->ilen, &w->http_limits, &w->req);
         if (r == 0) {
-            if (!c->timer_on)
-                conn_timer(c, w->tv_header);
+            if (c->deadline_kind != CONN_DEADLINE_HEADER)
+                conn_deadline(c, CONN_DEADLINE_HEADER, w->cfg->limits.header_timeout_ms);
             return;
         }
-        conn_timer(c, NULL);
+        conn_deadline(c, CONN_DEADLINE_NONE, 0);
         if (r < 0) {
             c->head_len = c->ilen;
             c->log.start_ns = clock_monotonic_ns();
@@ -518,11 +528,7 @@ static void conn_on_read(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     conn_t *c = arg;
-    if (what & EV_TIMEOUT) {
-        /* Idle keep-alive timeout; a partial head has the header timer. */
-        conn_close(c);
-        return;
-    }
+    (void)what;
     switch (c->state) {
     case CONN_HANDSHAKE:
         conn_handshake(c);
@@ -571,18 +577,33 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
     (void)what;
     conn_t *c = arg;
     c->timer_on = false;
-    switch (c->state) {
-    case CONN_HANDSHAKE:
-        conn_close(c);
+    if (c->deadline_kind == CONN_DEADLINE_NONE)
+        return;
+    uint64_t now = clock_coarse_ms();
+    if (now < c->deadline_ms) {
+        conn_arm_timer(c, now, c->deadline_ms); /* moved later since armed */
+        return;
+    }
+    conn_deadline_t kind = (conn_deadline_t)c->deadline_kind;
+    c->deadline_kind = CONN_DEADLINE_NONE;
+    switch (kind) {
+    case CONN_DEADLINE_HEADER:
+        if (c->state == CONN_READ_HEAD && c->ilen > 0) {
+            /* The head did not complete within header_timeout. */
+            c->head_len = c->ilen;
+            c->log.start_ns = clock_monotonic_ns();
+            conn_send_error(c, 408, "HeaderTimeout", true);
+        } else if (c->state == CONN_HANDSHAKE || c->state == CONN_READ_HEAD) {
+            conn_close(c);
+        }
         break;
-    case CONN_READ_HEAD:
-        /* The head did not complete within header_timeout. */
-        c->head_len = c->ilen;
-        c->log.start_ns = clock_monotonic_ns();
-        conn_send_error(c, 408, "HeaderTimeout", true);
+    case CONN_DEADLINE_IDLE:
+        if (c->state == CONN_READ_HEAD)
+            conn_close(c);
         break;
-    case CONN_QUEUED:
-        proxy_queue_timeout(c);
+    case CONN_DEADLINE_QUEUE:
+        if (c->state == CONN_QUEUED)
+            proxy_queue_timeout(c);
         break;
     default:
         break;

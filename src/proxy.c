@@ -48,8 +48,7 @@ static void proxy_release(conn_t *c, bool reuse)
             w->queue_tail = NULL;
         w->queue_len--;
         next->queue_next = NULL;
-        event_del(&next->timer);
-        next->timer_on = false;
+        conn_deadline(next, CONN_DEADLINE_NONE, 0);
         w->upstream_active++;
         next->has_slot = true;
         proxy_begin(next);
@@ -138,8 +137,7 @@ void proxy_start(conn_t *c)
         w->queue_head = c;
     w->queue_tail = c;
     w->queue_len++;
-    event_add(&c->timer, w->tv_queue);
-    c->timer_on = true;
+    conn_deadline(c, CONN_DEADLINE_QUEUE, w->cfg->upstream.queue_timeout_ms);
 }
 
 /* True when the Connection header's token list names this header. */

@@ -249,13 +249,10 @@ int worker_init(worker_t *w, unsigned id, const config_t *cfg, const int *listen
     if (upstream_tls)
         SSL_CTX_up_ref(upstream_tls);
 
-    w->tv_header = worker_timeout(w, lim->header_timeout_ms);
-    w->tv_idle = worker_timeout(w, lim->idle_timeout_ms);
     w->tv_send = worker_timeout(w, lim->send_timeout_ms);
     w->tv_up_connect = worker_timeout(w, up->connect_timeout_ms);
     w->tv_up_response = worker_timeout(w, up->response_timeout_ms);
     w->tv_up_idle = worker_timeout(w, up->idle_timeout_ms);
-    w->tv_queue = worker_timeout(w, up->queue_timeout_ms);
 
     w->n_listeners = cfg->n_listeners;
     for (size_t i = 0; i < cfg->n_listeners; i++) {

@@ -82,9 +82,17 @@ grep -qi '^content-length: 0' "$TMP/h" || fail "hold body is not empty"
 note "header timeout: 408 and close"
 gate_stop
 gate_config "$TMP/gate.yaml" hold "$object" "limits:
-  header_timeout: 300ms"
+  header_timeout: 300ms
+  idle_timeout: 1s"
 gate_start "$TMP/gate.yaml"
 out=$(python3 "$ROOT/tests/integration/rawhttp.py" "$PLAIN_PORT" 'GET /config/worker HTTP/1.1\r\nHost: a\r\n' --timeout 5)
 [[ "$out" == "HTTP/1.1 408 "* ]] || fail "expected 408: $out"
 [[ "${out##*$'\n'}" == CLOSED ]] || fail "408 left the connection open"
+
+note "idle keep-alive timeout: closed after limits.idle_timeout, not before"
+t0=$(date +%s%N)
+out=$(python3 "$ROOT/tests/integration/rawhttp.py" "$PLAIN_PORT" 'GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n' --timeout 5)
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[[ "$out" == "HTTP/1.1 200 "* && "${out##*$'\n'}" == CLOSED ]] || fail "idle connection: $out"
+[ "$ms" -ge 900 ] && [ "$ms" -lt 4000 ] || fail "idle close after ${ms} ms, expected about 1000"
 echo PASS
