@@ -4,6 +4,7 @@
 #ifndef SKEWGATE_SOCKIO_H
 #define SKEWGATE_SOCKIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <openssl/ssl.h>
@@ -25,9 +26,9 @@ ssize_t sockio_write(sockio_t *io, const void *buf, size_t len);
 /* Drives a TLS handshake (server or client side as the SSL was set up):
  * 1 done, or a SOCKIO_ code. */
 int sockio_handshake(sockio_t *io);
-/* Bytes already decrypted and buffered inside OpenSSL: readable without
- * waiting for the fd. */
-int sockio_pending(const sockio_t *io);
+/* Bytes already inside OpenSSL (decrypted or read ahead): readable
+ * without waiting for the fd, which poll cannot tell. */
+bool sockio_pending(const sockio_t *io);
 /* Sends close_notify when TLS (best effort, never blocks), then closes. */
 void sockio_close(sockio_t *io);
 

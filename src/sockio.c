@@ -75,9 +75,11 @@ int sockio_handshake(sockio_t *io)
     return r == 0 ? SOCKIO_ERROR : (int)r;
 }
 
-int sockio_pending(const sockio_t *io)
+bool sockio_pending(const sockio_t *io)
 {
-    return io->ssl ? SSL_pending(io->ssl) : 0;
+    /* With read-ahead, whole records can wait in OpenSSL undecrypted, where
+     * SSL_pending does not see them. */
+    return io->ssl && SSL_has_pending(io->ssl);
 }
 
 void sockio_close(sockio_t *io)

@@ -241,6 +241,10 @@ SSL_CTX *tls_server_ctx_new(const config_tls_server_t *cfg, char *err, size_t er
 
     SSL_CTX_set_options(ctx, TLS_COMMON_OPTIONS | SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_mode(ctx, TLS_IO_MODES);
+    /* One read(2) takes what the socket has, several records at once,
+     * instead of a record header and then its body: half the reads. Our
+     * readers loop until WANT_READ or ask SSL_has_pending (sockio). */
+    SSL_CTX_set_read_ahead(ctx, 1);
     /* No server-side session cache. Stateless tickets resume TLS 1.2 and
      * 1.3 sessions with no server memory; a cache would add a context-wide
      * lock to every full handshake across the workers and hold thousands of
@@ -296,6 +300,10 @@ static SSL_CTX *tls_client_ctx(const char *ca_file, bool insecure, const char *w
     }
     SSL_CTX_set_options(ctx, TLS_COMMON_OPTIONS);
     SSL_CTX_set_mode(ctx, TLS_IO_MODES);
+    /* One read(2) takes what the socket has, several records at once,
+     * instead of a record header and then its body: half the reads. Our
+     * readers loop until WANT_READ or ask SSL_has_pending (sockio). */
+    SSL_CTX_set_read_ahead(ctx, 1);
     /* OpenSSL never looks a client session up in its own cache, so storing
      * them there would only hold memory; the pool keeps its one session
      * (tls.h says how). */
