@@ -64,7 +64,8 @@ upstream_conn_t *upstream_pool_get(worker_t *w)
     w->idle_upstreams = u->next;
     u->next = NULL;
     w->n_idle_upstreams--;
-    upstream_arm_read(u, false, NULL);
+    /* Read interest stays on (its callback now goes to the proxy): the
+     * response timeout replaces the idle one without an epoll_ctl. */
     u->reused = true;
     return u;
 }
