@@ -14,9 +14,11 @@
 #include "mcobj.h"
 #include "source.h"
 
-/* A burst of events (an editor's rename, create, write, close) settles for
- * this long before the file is looked at, so that a file that is half
- * written or briefly missing in between is not reported. */
+/* A burst of events (an editor's create, write, delete) settles for this
+ * long before the file is looked at, so that a file that is half written or
+ * briefly missing in between is not reported. An event that says a write is
+ * complete (a rename onto a name, a close after writing) is looked at at
+ * once: that is how a verdict flip stays within milliseconds. */
 #define SETTLE_MS 100
 
 /* Any change in the directory may change the file: its name may be a
@@ -43,6 +45,7 @@ typedef struct source_file {
     int inotify_fd;         /* -1: polling only */
     int watch;              /* -1 while the directory cannot be watched */
     bool name_touched;      /* an event named the file: read it even if stat looks the same */
+    bool write_complete;    /* a rename or close-after-write: look at once */
     struct event *inotify_ev, *settle_ev, *poll_ev;
     file_identity_t seen;   /* the file as last read */
     source_state_t state;   /* as last reported */
@@ -161,6 +164,8 @@ static void note_event(source_file_t *f, const struct inotify_event *ev)
     }
     if (ev->len > 0 && strcmp(ev->name, f->name) == 0)
         f->name_touched = true;
+    if (ev->mask & (IN_MOVED_TO | IN_CLOSE_WRITE))
+        f->write_complete = true;
 }
 
 static void on_inotify(evutil_socket_t fd, short what, void *arg)
@@ -176,7 +181,10 @@ static void on_inotify(evutil_socket_t fd, short what, void *arg)
             p += sizeof *ev + ev->len;
         }
     }
-    if (!evtimer_pending(f->settle_ev, NULL)) {
+    if (f->write_complete) {
+        struct timeval now = {0, 0};
+        evtimer_add(f->settle_ev, &now);
+    } else if (!evtimer_pending(f->settle_ev, NULL)) {
         struct timeval settle = {0, SETTLE_MS * 1000};
         evtimer_add(f->settle_ev, &settle);
     }
@@ -190,6 +198,7 @@ static void on_settle(evutil_socket_t fd, short what, void *arg)
     rewatch_if_lost(f);
     bool force = f->name_touched;
     f->name_touched = false;
+    f->write_complete = false;
     check(f, force);
 }
 
