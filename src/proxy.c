@@ -17,6 +17,10 @@ enum { PROXY_SEND, PROXY_HEAD, PROXY_BODY };
 
 /* A full TLS record: smaller writes cost a record (and a syscall) each. */
 #define PROXY_TLS_RECORD 16384
+/* The response head is read this far into the relay buffer, so that the
+ * rewritten head (at most a Connection line longer) goes in front of the
+ * body bytes that came with it, instead of the body moving. */
+#define PROXY_HEADROOM 256
 
 static void proxy_begin(conn_t *c);
 static void proxy_pump(conn_t *c);
@@ -273,7 +277,7 @@ static bool proxy_retry_stale(conn_t *c)
 {
     if (!c->up || !c->up->reused || c->retried || c->up_phase == PROXY_BODY)
         return false;
-    if (c->up_phase == PROXY_HEAD && c->r_len > 0)
+    if (c->up_phase == PROXY_HEAD && c->r_len > c->r_off)
         return false;
     c->retried = true;
     upstream_close(c->up);
@@ -310,7 +314,7 @@ static void proxy_send_request(conn_t *c)
     }
     upstream_arm_write(u, false, NULL);
     c->up_phase = PROXY_HEAD;
-    c->r_off = c->r_len = 0;
+    c->r_off = c->r_len = PROXY_HEADROOM;
     upstream_arm_read(u, true, c->w->tv_up_response);
 }
 
@@ -343,13 +347,13 @@ static const char *proxy_connection_header(conn_t *c)
     return c->http10 ? "Connection: keep-alive\r\n" : "";
 }
 
-/* rbuf[0..r_len) holds the upstream's head (head_len bytes) and maybe
- * body bytes: rewrite the head in place for the client. */
+/* rbuf[r_off..r_len) holds the upstream's head (head_len bytes) and maybe
+ * body bytes: the head for the client goes right in front of the body. */
 static bool proxy_rewrite_head(conn_t *c, const http_response_t *resp, size_t head_len)
 {
     char head[8192];
     size_t cap = sizeof head, at = 0;
-    const char *in = c->rbuf;
+    const char *in = c->rbuf + c->r_off;
     char line[64];
     int n = snprintf(line, sizeof line, "HTTP/1.1 %03d ", resp->status);
     at = proxy_put(head, at, cap, line, (size_t)n);
@@ -373,13 +377,11 @@ static bool proxy_rewrite_head(conn_t *c, const http_response_t *resp, size_t he
     const char *conn_line = proxy_connection_header(c);
     at = proxy_put(head, at, cap, conn_line, strlen(conn_line));
     at = proxy_put(head, at, cap, "\r\n", 2);
-    size_t body = c->r_len - head_len;
-    if (at > cap || at + body > WORKER_RELAY_BUF)
+    size_t body_start = c->r_off + head_len;
+    if (at > cap || at > body_start)
         return false;
-    memmove(c->rbuf + at, c->rbuf + head_len, body);
-    memcpy(c->rbuf, head, at);
-    c->r_off = 0;
-    c->r_len = at + body;
+    c->r_off = body_start - at;
+    memcpy(c->rbuf + c->r_off, head, at);
     return true;
 }
 
@@ -403,20 +405,21 @@ static void proxy_on_head(conn_t *c, const http_response_t *resp, size_t head_le
         c->up_reusable = false;
         c->keep_alive = false; /* the end of the body is the end of the connection */
     }
-    size_t body = c->r_len - head_len;
+    size_t body_start = c->r_off + head_len;
+    size_t body = c->r_len - body_start;
     if (!c->body_done && body) {
-        ssize_t used = proxy_account_body(c, c->rbuf + head_len, body);
+        ssize_t used = proxy_account_body(c, c->rbuf + body_start, body);
         if (used < 0) {
             proxy_fail(c, 502, "BadUpstreamChunking");
             return;
         }
         if ((size_t)used < body) {
             c->up_reusable = false;
-            c->r_len = head_len + (size_t)used;
+            c->r_len = body_start + (size_t)used;
         }
     } else if (c->body_done && body) {
         c->up_reusable = false; /* bytes after a bodiless response */
-        c->r_len = head_len;
+        c->r_len = body_start;
     }
     if (!proxy_rewrite_head(c, resp, head_len)) {
         proxy_fail(c, 502, "UpstreamHeadTooLarge");
@@ -438,7 +441,8 @@ static void proxy_read_head(conn_t *c)
             c->r_len += (size_t)n;
             for (;;) {
                 http_response_reset(resp);
-                int r = http_response_parse(c->rbuf, c->r_len, &c->w->http_limits, c->is_head, resp);
+                int r = http_response_parse(c->rbuf + c->r_off, c->r_len - c->r_off, &c->w->http_limits,
+                                            c->is_head, resp);
                 if (r < 0) {
                     proxy_fail(c, 502, "BadUpstreamResponse");
                     return;
@@ -458,8 +462,7 @@ static void proxy_read_head(conn_t *c)
                 if (resp->status >= 100 && resp->status < 200) {
                     /* Interim responses are not for the client: we never
                      * forward Expect, so drop them and read on. */
-                    memmove(c->rbuf, c->rbuf + r, c->r_len - (size_t)r);
-                    c->r_len -= (size_t)r;
+                    c->r_off += (size_t)r;
                     continue;
                 }
                 proxy_on_head(c, resp, (size_t)r);
@@ -531,13 +534,14 @@ static void proxy_pump(conn_t *c)
             upstream_arm_read(u, false, NULL);
             return;
         }
-        if (c->r_off > 0 && WORKER_RELAY_BUF - c->r_len < PROXY_TLS_RECORD) {
-            memmove(c->rbuf, c->rbuf + c->r_off, c->r_len - c->r_off);
-            c->r_len -= c->r_off;
-            c->r_off = 0;
-        }
+        /* Bytes are never moved: a read waits until the tail has room for
+         * a full record (or for the rest of the body), else for the client
+         * to drain the buffer, which then starts over at its front. */
         size_t room = WORKER_RELAY_BUF - c->r_len;
-        if (room == 0) {
+        size_t want = PROXY_TLS_RECORD;
+        if (!c->chunked && !c->until_close && (uint64_t)c->body_left < want)
+            want = (size_t)c->body_left;
+        if (room < want) {
             upstream_arm_read(u, false, NULL);
             return;
         }

@@ -47,6 +47,24 @@ set -e
 grep -q '"reason":"UpstreamClosedEarly"' "$GATE_LOG" || fail "no UpstreamClosedEarly in the access log"
 gate_stop
 
+expected_sum=$(python3 -c 'import hashlib,sys; sys.stdout.write(hashlib.sha256(bytes((i * 7 + i // 251) % 256 for i in range(300000))).hexdigest())')
+for mode in chunked interim; do
+  note "upstream answers $mode: relayed intact, twice on one connection"
+  rm -f "$TMP/bad.count"
+  start_bad "$mode"
+  MCS_PORT=$BAD_PORT
+  gate_config "$TMP/gate.yaml" hold "$object"
+  gate_start "$TMP/gate.yaml"
+  for url in "https://127.0.0.1:$TLS_PORT/config/worker" "http://127.0.0.1:$PLAIN_PORT/config/worker"; do
+    curl -sf --cacert "$CA" -o "$TMP/$mode.1" -o "$TMP/$mode.2" "$url" "$url" || fail "$mode via $url"
+    for f in "$TMP/$mode.1" "$TMP/$mode.2"; do
+      [ "$(sha256sum <"$f" | cut -d' ' -f1)" = "$expected_sum" ] || fail "$mode body differs via $url"
+    done
+  done
+  [ "$(wc -l <"$TMP/bad.count")" = 4 ] || fail "$mode: upstream saw $(wc -l <"$TMP/bad.count") requests, expected 4"
+  gate_stop
+done
+
 note "slow readers: the gate's memory stays within its watermarks"
 mcs_start 307200
 python3 "$ROOT/tools/mcs-data.py" "$MCS_DATA" $((4 * 1024 * 1024)) big
