@@ -85,7 +85,14 @@ run: deps
 	$(MAKE) --no-print-directory $(BIN)
 	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./conf/demo/run
 
+# Benchmarks (issue 5): skewgate vs nginx vs HAProxy vs a floor; bench/RESULTS.md.
+bench:
+	./bench/run
+
+bench-smoke:
+	./bench/run --smoke
+
 clean:
-	rm -rf build build-san build-tsan
+	rm -rf build build-san build-tsan build-bench
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d
