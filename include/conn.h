@@ -94,6 +94,8 @@ typedef struct conn {
     bool chunked;
     int64_t body_left;      /* Content-Length bytes still to come */
     http_chunked_t chunk;
+    int pipe_r, pipe_w;     /* splice relay (plain to plain), -1 when none */
+    size_t pipe_len;        /* body bytes in the pipe, not yet sent */
 
     conn_request_log_t log;
 } conn_t;

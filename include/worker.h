@@ -78,6 +78,8 @@ typedef struct worker {
 
     buf_pool_t head_bufs;           /* limits.max_header_bytes each */
     buf_pool_t relay_bufs;          /* WORKER_RELAY_BUF each */
+    int (*pipes)[2];                /* empty pipes kept for splice relays */
+    size_t n_pipes;
 
     /* Upstream. */
     SSL_CTX *upstream_tls;
@@ -102,6 +104,7 @@ typedef struct worker {
 } worker_t;
 
 #define WORKER_RELAY_BUF (64 * 1024)
+#define WORKER_SPARE_PIPES 16
 
 /* Shared between workers: the gate's connection cap. */
 extern _Atomic uint32_t worker_total_conns;

@@ -76,6 +76,7 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
     }
     c->w = w;
     c->io.fd = fd;
+    c->pipe_r = c->pipe_w = -1;
     memcpy(&c->peer, peer, peer_len);
     c->peer_len = peer_len;
     int one = 1;

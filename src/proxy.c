@@ -1,5 +1,7 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 #include <arpa/inet.h>
@@ -21,14 +23,62 @@ enum { PROXY_SEND, PROXY_HEAD, PROXY_BODY };
  * rewritten head (at most a Connection line longer) goes in front of the
  * body bytes that came with it, instead of the body moving. */
 #define PROXY_HEADROOM 256
+/* A splice relay keeps at most this much body in its pipe, whose capacity
+ * is set far above it: spliced socket data can take a pipe slot per small
+ * fragment, and a pipe that fills by slots, not bytes, would make a ready
+ * socket look empty. */
+#define PROXY_PIPE_BYTES (64 * 1024)
+#define PROXY_PIPE_CAPACITY (1024 * 1024)
 
 static void proxy_begin(conn_t *c);
 static void proxy_pump(conn_t *c);
+
+/* Splice relays: an empty pipe from the worker's spares, or a new one. */
+static bool proxy_pipe_get(conn_t *c)
+{
+    worker_t *w = c->w;
+    if (w->n_pipes) {
+        w->n_pipes--;
+        c->pipe_r = w->pipes[w->n_pipes][0];
+        c->pipe_w = w->pipes[w->n_pipes][1];
+        return true;
+    }
+    int fds[2];
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
+        return false;
+    if (fcntl(fds[1], F_SETPIPE_SZ, PROXY_PIPE_CAPACITY) < PROXY_PIPE_CAPACITY) {
+        close(fds[0]);
+        close(fds[1]);
+        return false;
+    }
+    c->pipe_r = fds[0];
+    c->pipe_w = fds[1];
+    return true;
+}
+
+static void proxy_pipe_put(conn_t *c)
+{
+    worker_t *w = c->w;
+    if (c->pipe_r < 0)
+        return;
+    /* A pipe with bytes left in it belongs to an aborted relay: drop it. */
+    if (c->pipe_len == 0 && w->n_pipes < WORKER_SPARE_PIPES) {
+        w->pipes[w->n_pipes][0] = c->pipe_r;
+        w->pipes[w->n_pipes][1] = c->pipe_w;
+        w->n_pipes++;
+    } else {
+        close(c->pipe_r);
+        close(c->pipe_w);
+    }
+    c->pipe_r = c->pipe_w = -1;
+    c->pipe_len = 0;
+}
 
 /* Gives the upstream slot back and lets the longest waiter have it. */
 static void proxy_release(conn_t *c, bool reuse)
 {
     worker_t *w = c->w;
+    proxy_pipe_put(c);
     if (c->up) {
         if (reuse)
             upstream_pool_put(c->up);
@@ -490,6 +540,73 @@ static void proxy_finish(conn_t *c)
     conn_request_done(c);
 }
 
+/* The client went away mid-body: nothing more to deliver. */
+static void proxy_client_gone(conn_t *c)
+{
+    c->log.reason = "ClientClosed";
+    proxy_release(c, false);
+    c->state = CONN_READ_HEAD;
+    c->keep_alive = false;
+    conn_request_done(c);
+}
+
+/* Plain to plain with a known length: the kernel moves the body through a
+ * pipe (splice), no byte is copied into this process. The pipe holds at
+ * most PROXY_PIPE_BYTES: the same watermark as the relay buffer. */
+static bool proxy_splice_possible(const conn_t *c)
+{
+    return !c->tls && !c->up->io.ssl && !c->chunked && !c->until_close && c->body_left > 0;
+}
+
+static void proxy_splice_pump(conn_t *c)
+{
+    upstream_conn_t *u = c->up;
+    for (;;) {
+        bool progress = false;
+        if (c->pipe_len > 0) {
+            ssize_t n = splice(c->pipe_r, NULL, c->io.fd, NULL, c->pipe_len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                c->pipe_len -= (size_t)n;
+                c->log.bytes += (uint64_t)n;
+                progress = true;
+            } else if (n < 0 && errno == EAGAIN) {
+                conn_arm_write(c, true);
+            } else if (!(n < 0 && errno == EINTR)) {
+                proxy_client_gone(c);
+                return;
+            }
+        }
+        if (c->pipe_len == 0) {
+            conn_arm_write(c, false);
+            if (c->body_done) {
+                proxy_finish(c);
+                return;
+            }
+        }
+        if (c->body_done || c->pipe_len >= PROXY_PIPE_BYTES) {
+            upstream_arm_read(u, false, NULL);
+            return;
+        }
+        size_t room = PROXY_PIPE_BYTES - c->pipe_len;
+        if ((uint64_t)c->body_left < room)
+            room = (size_t)c->body_left;
+        ssize_t n = splice(u->io.fd, NULL, c->pipe_w, NULL, room, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+            c->pipe_len += (size_t)n;
+            c->body_left -= n;
+            c->body_done = c->body_left == 0;
+            progress = true;
+        } else if (n < 0 && errno == EAGAIN) {
+            upstream_arm_read(u, true, c->w->tv_up_response);
+        } else if (!(n < 0 && errno == EINTR)) {
+            proxy_truncate(c, n == 0 ? "UpstreamClosedEarly" : "UpstreamRead");
+            return;
+        }
+        if (!progress)
+            return;
+    }
+}
+
 /* Moves body bytes upstream -> rbuf -> client until one side would block.
  * The buffer is the watermark: a full buffer stops upstream reads, an
  * empty one stops client writes. */
@@ -514,12 +631,7 @@ static void proxy_pump(conn_t *c)
                 conn_arm_write(c, true);
                 break;
             }
-            /* The client went away: nothing more to deliver. */
-            c->log.reason = "ClientClosed";
-            proxy_release(c, false);
-            c->state = CONN_READ_HEAD;
-            c->keep_alive = false;
-            conn_request_done(c);
+            proxy_client_gone(c);
             return;
         }
         if (c->r_off == c->r_len) {
@@ -527,6 +639,12 @@ static void proxy_pump(conn_t *c)
             conn_arm_write(c, false);
             if (c->body_done) {
                 proxy_finish(c);
+                return;
+            }
+            /* What came with the head is out: the rest can skip this
+             * process altogether. */
+            if (proxy_splice_possible(c) && proxy_pipe_get(c)) {
+                proxy_splice_pump(c);
                 return;
             }
         }
@@ -574,9 +692,17 @@ static void proxy_pump(conn_t *c)
     }
 }
 
+static void proxy_relay(conn_t *c)
+{
+    if (c->pipe_r >= 0)
+        proxy_splice_pump(c);
+    else
+        proxy_pump(c);
+}
+
 void proxy_on_client_writable(conn_t *c)
 {
-    proxy_pump(c);
+    proxy_relay(c);
 }
 
 static void proxy_connected(conn_t *c)
@@ -651,7 +777,7 @@ void proxy_on_upstream(upstream_conn_t *u, short what)
         break;
     default:
         upstream_arm_write(u, false, NULL);
-        proxy_pump(c);
+        proxy_relay(c);
         break;
     }
 }

@@ -232,7 +232,8 @@ int worker_init(worker_t *w, unsigned id, const config_t *cfg, const int *listen
     w->resp_headers = calloc(lim->max_headers, sizeof *w->resp_headers);
     w->path_scratch_len = lim->max_uri_bytes + 1;
     w->path_scratch = malloc(w->path_scratch_len);
-    if (!w->req_headers || !w->resp_headers || !w->path_scratch ||
+    w->pipes = calloc(WORKER_SPARE_PIPES, sizeof *w->pipes);
+    if (!w->req_headers || !w->resp_headers || !w->path_scratch || !w->pipes ||
         buf_pool_init(&w->head_bufs, lim->max_header_bytes, 256) < 0 ||
         buf_pool_init(&w->relay_bufs, WORKER_RELAY_BUF, 64) < 0) {
         snprintf(err, errlen, "worker %u: out of memory", id);
@@ -313,6 +314,12 @@ void worker_destroy(worker_t *w)
     free(w->req_headers);
     free(w->resp_headers);
     free(w->path_scratch);
+    while (w->n_pipes) {
+        w->n_pipes--;
+        close(w->pipes[w->n_pipes][0]);
+        close(w->pipes[w->n_pipes][1]);
+    }
+    free(w->pipes);
     if (w->base)
         event_base_free(w->base);
 }

@@ -45,6 +45,11 @@ set -e
 [ "$rc" = 18 ] || fail "curl exit $rc on a cut body, expected 18 (partial file)"
 [ "$(stat -c %s "$TMP/cut.out")" -lt 1000000 ] || fail "cut body arrived whole?"
 grep -q '"reason":"UpstreamClosedEarly"' "$GATE_LOG" || fail "no UpstreamClosedEarly in the access log"
+# plain to plain the body is spliced through a pipe: the cut must show there too
+set +e
+curl -s -o "$TMP/cut.plain" "http://127.0.0.1:$PLAIN_PORT/config/worker"; rc=$?
+set -e
+[ "$rc" = 18 ] || fail "plain: curl exit $rc on a cut body, expected 18 (partial file)"
 gate_stop
 
 expected_sum=$(python3 -c 'import hashlib,sys; sys.stdout.write(hashlib.sha256(bytes((i * 7 + i // 251) % 256 for i in range(300000))).hexdigest())')
@@ -84,6 +89,9 @@ for i in $(seq 60); do  # sample for about 3 s while the readers crawl
   sleep 0.05
 done
 for p in "${readers[@]}"; do wait "$p" || true; done
+# a slow plain reader (the spliced path) still gets every byte
+curl -s -o "$TMP/slow.plain" --limit-rate 2m "http://127.0.0.1:$PLAIN_PORT/config/big"
+cmp -s "$TMP/slow.plain" "$MCS_DATA/spec2/big" || fail "slow plain reader got a different body"
 growth=$(( peak - base ))
 echo "RSS base ${base} KiB, peak ${peak} KiB, growth ${growth} KiB for 8 slow readers of 4 MiB"
 # Whole bodies would be 32 MiB; watermarks allow 64 KiB relay + TLS buffers each.
