@@ -6,5 +6,7 @@
 int cmd_verdict(int argc, char **argv);   /* 0 admit, 3 reject, 2 bad input */
 int cmd_check(int argc, char **argv);     /* 0 valid, 2 invalid */
 int cmd_run(int argc, char **argv);       /* 0 stopped cleanly, 1 failed, 2 bad config */
+int cmd_status(int argc, char **argv);    /* 0 admit, 3 reject, 1 gate unreachable */
+int cmd_override(int argc, char **argv);  /* 0 done, 1 gate unreachable, 2 bad usage */
 
 #endif

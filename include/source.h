@@ -6,6 +6,7 @@
 #ifndef SKEWGATE_SOURCE_H
 #define SKEWGATE_SOURCE_H
 
+#include <stdint.h>
 #include <jansson.h>
 
 #include "config.h"
@@ -35,6 +36,7 @@ struct source {
     source_update_fn update;
     void *arg;
     double last_sync;   /* wall-clock seconds of the last confirmed view; 0 = never */
+    uint64_t reconnects;    /* retries after an error (the Kubernetes source) */
 };
 
 /* Starts watching; may report the first view before it returns. 0 or -1. */
@@ -44,6 +46,8 @@ const char *source_kind(const source_t *src);
 /* When the source last confirmed its view (Unix seconds, 0 = never): for
  * staleness and skewgate_source_last_sync_timestamp_seconds. */
 double source_last_sync(const source_t *src);
+/* For skewgate_source_reconnects_total. */
+uint64_t source_reconnects(const source_t *src);
 
 /* For implementations. */
 void source_init(source_t *src, const source_ops_t *ops, struct event_base *base,

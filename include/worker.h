@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "http.h"
+#include "metrics.h"
 #include "snapshot.h"
 
 struct conn;
@@ -41,12 +42,6 @@ enum {
     WORKER_CMD_STOP = 1u << 1,
     WORKER_CMD_TLS = 1u << 2,
 };
-
-typedef struct worker_stats {
-    uint64_t requests, admitted, rejected, local_errors;
-    uint64_t upstream_errors, upstream_timeouts, truncated;
-    uint64_t accepted, refused_over_limit;
-} worker_stats_t;
 
 typedef struct worker {
     unsigned id;
@@ -96,7 +91,7 @@ typedef struct worker {
     uint32_t n_conns;
     bool stopping;
     struct event drain_ev;
-    worker_stats_t stats;
+    metrics_worker_t metrics;      /* written by this thread only; read by the admin listener */
 
     /* Access log time, formatted once per second. */
     time_t log_sec;

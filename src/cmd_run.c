@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <event2/event.h>
 
+#include "admin.h"
 #include "cmd.h"
 #include "config.h"
 #include "log.h"
@@ -28,6 +29,7 @@ typedef struct gate {
     int *listen_fds;            /* n_workers x n_listeners */
     source_t *source;           /* until verdict_ctl_start takes it */
     verdict_ctl_t *ctl;
+    admin_t *admin;
     struct event *sig_term, *sig_int, *sig_hup;
 } gate_t;
 
@@ -166,8 +168,25 @@ static int gate_source(gate_t *g, char *err, size_t errlen)
     return 0;
 }
 
+/* The admin listener shares the verdict thread's loop: what it reports
+ * (verdict, source) lives there; the workers' counters are safe to read. */
+static int gate_admin(gate_t *g, char *err, size_t errlen)
+{
+    const metrics_worker_t **counters = malloc(g->n_workers * sizeof *counters);
+    if (!counters) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (unsigned i = 0; i < g->n_workers; i++)
+        counters[i] = &g->workers[i].metrics;
+    g->admin = admin_start(g->base, &g->cfg->admin, g->ctl, counters, g->n_workers, err, errlen);
+    free(counters);
+    return g->admin ? 0 : -1;
+}
+
 static void gate_free(gate_t *g)
 {
+    admin_free(g->admin);
     if (g->workers) {
         for (unsigned i = 0; i < g->n_workers; i++)
             worker_destroy(&g->workers[i]);
@@ -237,14 +256,14 @@ static int gate_run(gate_t *g)
     evsignal_add(g->sig_term, NULL);
     evsignal_add(g->sig_int, NULL);
     evsignal_add(g->sig_hup, NULL);
+    /* Bound before the workers start, so that a taken port fails cleanly. */
+    if (g->cfg->admin.enabled && gate_admin(g, err, sizeof err) < 0)
+        goto fail;
     for (unsigned i = 0; i < g->n_workers; i++)
         if (worker_start(&g->workers[i]) < 0) {
             snprintf(err, sizeof err, "cannot start worker thread %u", i);
             goto fail;
         }
-    if (g->cfg->admin.enabled)
-        log_msg(LOG_WARN, "admin", "the admin listener (%s) is not part of this version yet; not started",
-                g->cfg->admin.addr.text);
     log_msg(LOG_INFO, "started", "%u workers, upstream %s", g->n_workers, g->cfg->upstream.addr.text);
     event_base_dispatch(g->base);
     for (unsigned i = 0; i < g->n_workers; i++)

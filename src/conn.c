@@ -85,11 +85,12 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
     event_assign(&c->wev, w->base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
     evtimer_assign(&c->timer, w->base, conn_on_timer, c);
     w->n_conns++;
-    w->stats.accepted++;
+    metrics_conn_opened(&w->metrics, tls_ctx != NULL);
     c->next = w->conns;
     if (w->conns)
         w->conns->prev = c;
     w->conns = c;
+    c->tls = tls_ctx != NULL;
     if (tls_ctx) {
         c->io.ssl = SSL_new(tls_ctx);
         if (!c->io.ssl || !SSL_set_fd(c->io.ssl, fd)) {
@@ -97,7 +98,6 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
             return;
         }
         SSL_set_accept_state(c->io.ssl);
-        c->tls = true;
         c->state = CONN_HANDSHAKE;
     } else {
         c->state = CONN_READ_HEAD;
@@ -143,6 +143,7 @@ void conn_close(conn_t *c)
     w->closed = c;
     event_active(&w->reap_ev, EV_TIMEOUT, 0);
     w->n_conns--;
+    metrics_conn_closed(&w->metrics, c->tls);
     atomic_fetch_sub_explicit(&worker_total_conns, 1, memory_order_relaxed);
     if (w->stopping && w->n_conns == 0)
         event_base_loopexit(w->base, NULL);
@@ -193,8 +194,8 @@ static void conn_log_request(conn_t *c)
 {
     if (c->w->cfg->log.access)
         accesslog_write(c);
-    worker_stats_t *st = &c->w->stats;
-    st->requests++;
+    uint64_t duration_ns = c->log.start_ns ? clock_monotonic_ns() - c->log.start_ns : 0;
+    metrics_request(&c->w->metrics, c->log.pool, c->log.decision, c->log.status, duration_ns);
 }
 
 static void conn_next_request(conn_t *c)
@@ -333,7 +334,6 @@ void conn_send_error(conn_t *c, int status, const char *reason, bool close_after
     c->log.reason = reason;
     if (!c->log.decision)
         c->log.decision = "error";
-    c->w->stats.local_errors++;
     conn_send_local(c, conn_error_responses[i][v], conn_error_lengths[i][v], NULL, close_after);
 }
 
@@ -372,7 +372,6 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap)
     c->log.status = snap->mode == REJECT_HOLD ? 503
                     : snap->mode == REJECT_DENY ? 403
                     : spec == IGNITION_SPEC_UNSUPPORTED ? 400 : 200;
-    c->w->stats.rejected++;
     conn_send_local(c, r->data, c->is_head ? r->head_len : r->len, (gate_snapshot_t *)snap, !c->keep_alive);
 }
 
@@ -421,7 +420,6 @@ static void conn_dispatch(conn_t *c)
         }
         c->log.decision = "admit";
         c->log.reason = verdict_reason_name(snap->verdict.reason);
-        w->stats.admitted++;
     } else {
         c->log.decision = "pass";
     }

@@ -15,6 +15,8 @@ static const struct subcommand subcommands[] = {
     {"run", cmd_run, "run the gate"},
     {"check", cmd_check, "validate a configuration file"},
     {"verdict", cmd_verdict, "evaluate a MachineConfiguration and print the verdict"},
+    {"status", cmd_status, "ask a running gate for its verdict"},
+    {"override", cmd_override, "set or clear a running gate's local override"},
 };
 
 static void usage(FILE *out)

@@ -113,10 +113,7 @@ static void proxy_release(conn_t *c, bool reuse)
 static void proxy_fail(conn_t *c, int status, const char *reason)
 {
     worker_t *w = c->w;
-    if (status == 504)
-        w->stats.upstream_timeouts++;
-    else
-        w->stats.upstream_errors++;
+    metrics_upstream_error(&w->metrics, metrics_upstream_kind(status, reason));
     proxy_release(c, false);
     c->state = CONN_READ_HEAD;
     if (log_enabled(LOG_DEBUG))
@@ -128,7 +125,7 @@ static void proxy_fail(conn_t *c, int status, const char *reason)
  * got as complete, so the connection is closed. */
 static void proxy_truncate(conn_t *c, const char *reason)
 {
-    c->w->stats.truncated++;
+    metrics_upstream_error(&c->w->metrics, METRICS_UP_CLOSED);
     c->log.reason = reason;
     proxy_release(c, false);
     c->state = CONN_READ_HEAD;
@@ -166,6 +163,7 @@ void proxy_queue_timeout(conn_t *c)
 {
     proxy_unqueue(c);
     c->state = CONN_READ_HEAD;
+    metrics_upstream_error(&c->w->metrics, METRICS_UP_QUEUE_TIMEOUT);
     conn_send_error(c, 503, "UpstreamQueueTimeout", false);
 }
 
@@ -180,6 +178,7 @@ void proxy_start(conn_t *c)
         return;
     }
     if (w->queue_len >= w->queue_cap) {
+        metrics_upstream_error(&w->metrics, METRICS_UP_QUEUE_FULL);
         conn_send_error(c, 503, "UpstreamQueueFull", false);
         return;
     }

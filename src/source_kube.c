@@ -87,6 +87,7 @@ static void fail(source_kube_t *k, const char *fmt, ...)
     kube_client_cancel(k->client);
     uint64_t delay = backoff_next(&k->backoff, (uint32_t)rand_r(&k->seed) << 1);
     k->failures++;
+    k->base.reconnects++;
     log_json(LOG_WARN, "source_error",
              json_pack("{s:s, s:s, s:I, s:I}", "msg", why, "server", k->ep.authority,
                        "retry_ms", (json_int_t)delay, "failures", (json_int_t)k->failures));

@@ -222,6 +222,19 @@ const verdict_t *verdict_ctl_current(const verdict_ctl_t *ctl) { return &ctl->cu
 
 const source_t *verdict_ctl_source(const verdict_ctl_t *ctl) { return ctl->source; }
 
+bool verdict_ctl_ready(const verdict_ctl_t *ctl, const char **why)
+{
+    if (!ctl->have_view) {
+        *why = "the verdict source has not confirmed a view of the MachineConfiguration yet";
+        return false;
+    }
+    if (ctl->stale) {
+        *why = "the verdict source has been failing for longer than enforcement.max_staleness";
+        return false;
+    }
+    return true;
+}
+
 void verdict_ctl_free(verdict_ctl_t *ctl)
 {
     if (!ctl)

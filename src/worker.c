@@ -98,7 +98,7 @@ static void worker_on_accept(evutil_socket_t fd, short what, void *arg)
             /* Over the cap: a closed connection is a transport error,
              * which Ignition retries with backoff. */
             atomic_fetch_sub_explicit(&worker_total_conns, 1, memory_order_relaxed);
-            w->stats.refused_over_limit++;
+            metrics_add(&w->metrics.refused_over_limit, 1);
             close(cfd);
             continue;
         }

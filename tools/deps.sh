@@ -3,7 +3,8 @@
 # but only those that are missing, so that it is cheap to call on every build.
 set -euo pipefail
 pkgs=(build-essential pkg-config libevent-dev libssl-dev libjansson-dev libyaml-dev
-      libcriterion-dev nginx-light curl openssl ignition python3 python3-yaml procps)
+      libcriterion-dev nginx-light curl openssl ignition python3 python3-yaml procps
+      prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -81,7 +81,8 @@ mcs_start() {
 # (TLS and plain), in front of the stand-in, with the file source.
 # EXTRA_YAML adds top-level sections; UPSTREAM_EXTRA (indented lines) adds
 # keys to the upstream section; GATE_ENFORCEMENT (indented lines) replaces
-# the file source (OBJECT is then unused).
+# the file source (OBJECT is then unused); ADMIN_ADDR (IP:PORT) enables the
+# admin listener there.
 gate_config() {
   local file=$1 mode=$2 object=$3 extra=${4:-}
   cat >"$file" <<YAML
@@ -102,7 +103,7 @@ ${GATE_ENFORCEMENT:-  source: file
   file:
     path: $object}
 admin:
-  enabled: false
+$(if [ -n "${ADMIN_ADDR:-}" ]; then printf '  enabled: true\n  address: "%s"' "$ADMIN_ADDR"; else printf '  enabled: false'; fi)
 $extra
 YAML
 }

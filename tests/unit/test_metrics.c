@@ -1,0 +1,147 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+#define MS 1000000ull
+
+static metrics_worker_t workers[2];
+static verdict_t verdict;
+
+static void reset(void)
+{
+    memset(workers, 0, sizeof workers);
+    memset(&verdict, 0, sizeof verdict);
+    verdict.decision = DECISION_REJECT;
+    verdict.reason = REASON_OUT_OF_SKEW;
+    strcpy(verdict.mode, "Automatic");
+}
+
+TestSuite(metrics, .init = reset);
+
+static char *render(size_t n_workers)
+{
+    const metrics_worker_t *w[2] = {&workers[0], &workers[1]};
+    metrics_gate_t g = {.verdict = &verdict, .source_last_sync = 1700000000.5, .source_reconnects = 4};
+    size_t len;
+    char *text = metrics_render(w, n_workers, &g, &len);
+    cr_assert_not_null(text);
+    cr_assert_eq(strlen(text), len);
+    return text;
+}
+
+static void assert_has(const char *text, const char *line)
+{
+    cr_assert_not_null(strstr(text, line), "missing \"%s\" in:\n%s", line, text);
+}
+
+Test(metrics, label_values_are_escaped)
+{
+    metrics_request(&workers[0], "a\"b\\c\nd", "admit", 200, MS);
+    metrics_request(&workers[0], "caf\xc3\xa9", "reject", 503, MS);
+    char *text = render(1);
+    assert_has(text, "skewgate_requests_total{pool=\"a\\\"b\\\\c\\nd\",decision=\"admit\",code=\"200\"} 1\n");
+    /* Bytes outside ASCII become the text \xHH: the exposition stays ASCII. */
+    assert_has(text, "skewgate_requests_total{pool=\"caf\\\\xc3\\\\xa9\",decision=\"reject\",code=\"503\"} 1\n");
+    free(text);
+}
+
+Test(metrics, histogram_buckets_are_cumulative_and_inf_is_the_count)
+{
+    metrics_request(&workers[0], "worker", "admit", 200, MS / 10);      /* 0.1 ms */
+    metrics_request(&workers[0], "worker", "admit", 200, 3 * MS);       /* 3 ms */
+    metrics_request(&workers[0], "worker", "admit", 200, 500 * MS / 1000);  /* exactly 0.0005 s: le */
+    metrics_request(&workers[0], "worker", "admit", 200, 20000 * MS);   /* 20 s */
+    char *text = render(1);
+    assert_has(text, "skewgate_request_duration_seconds_bucket{le=\"0.0005\"} 2\n");
+    assert_has(text, "skewgate_request_duration_seconds_bucket{le=\"0.0025\"} 2\n");
+    assert_has(text, "skewgate_request_duration_seconds_bucket{le=\"0.005\"} 3\n");
+    assert_has(text, "skewgate_request_duration_seconds_bucket{le=\"10\"} 3\n");
+    assert_has(text, "skewgate_request_duration_seconds_bucket{le=\"+Inf\"} 4\n");
+    assert_has(text, "skewgate_request_duration_seconds_count 4\n");
+    assert_has(text, "skewgate_request_duration_seconds_sum 20.003600000\n");
+    free(text);
+}
+
+Test(metrics, sums_across_workers_by_pool_name)
+{
+    /* The workers meet the pools in different orders. */
+    metrics_request(&workers[0], "worker", "admit", 200, MS);
+    metrics_request(&workers[0], "master", "admit", 200, MS);
+    metrics_request(&workers[1], "master", "admit", 200, MS);
+    metrics_request(&workers[1], "worker", "admit", 200, MS);
+    metrics_request(&workers[1], "worker", "admit", 200, MS);
+    metrics_request(&workers[1], "", NULL, 400, 0);
+    metrics_upstream_error(&workers[0], METRICS_UP_TIMEOUT);
+    metrics_upstream_error(&workers[1], METRICS_UP_TIMEOUT);
+    metrics_conn_opened(&workers[0], true);
+    metrics_conn_opened(&workers[1], true);
+    metrics_conn_opened(&workers[1], false);
+    metrics_conn_closed(&workers[1], true);
+    char *text = render(2);
+    assert_has(text, "skewgate_requests_total{pool=\"worker\",decision=\"admit\",code=\"200\"} 3\n");
+    assert_has(text, "skewgate_requests_total{pool=\"master\",decision=\"admit\",code=\"200\"} 2\n");
+    assert_has(text, "skewgate_requests_total{pool=\"\",decision=\"error\",code=\"400\"} 1\n");
+    assert_has(text, "skewgate_request_duration_seconds_count 6\n");
+    assert_has(text, "skewgate_upstream_errors_total{kind=\"timeout\"} 2\n");
+    assert_has(text, "skewgate_upstream_errors_total{kind=\"connect\"} 0\n");
+    assert_has(text, "skewgate_connections{state=\"tls\"} 1\n");
+    assert_has(text, "skewgate_connections{state=\"plain\"} 1\n");
+    assert_has(text, "skewgate_connections_accepted_total 3\n");
+    cr_assert_null(strstr(text + (strstr(text, "pool=\"worker\"") - text) + 1, "pool=\"worker\""),
+                   "one series per pool:\n%s", text);
+    free(text);
+}
+
+Test(metrics, pools_past_the_table_count_as_other)
+{
+    char name[16];
+    for (int i = 0; i < METRICS_POOLS + 3; i++) {
+        snprintf(name, sizeof name, "pool%d", i);
+        metrics_request(&workers[0], name, "admit", 200, MS);
+    }
+    metrics_request(&workers[0], "pool0", "admit", 200, MS);
+    /* A client's pool named "other" shares the overflow's series. */
+    metrics_request(&workers[1], "other", "admit", 200, MS);
+    char *text = render(2);
+    assert_has(text, "skewgate_requests_total{pool=\"pool0\",decision=\"admit\",code=\"200\"} 2\n");
+    assert_has(text, "skewgate_requests_total{pool=\"pool15\",decision=\"admit\",code=\"200\"} 1\n");
+    cr_assert_null(strstr(text, "pool=\"pool16\""), "%s", text);
+    assert_has(text, "skewgate_requests_total{pool=\"other\",decision=\"admit\",code=\"200\"} 4\n");
+    free(text);
+}
+
+Test(metrics, codes_outside_the_table_count_by_class)
+{
+    metrics_request(&workers[0], "w", "pass", 418, MS);
+    metrics_request(&workers[0], "w", "pass", 299, MS);
+    metrics_request(&workers[0], "w", "pass", 0, MS);
+    char *text = render(1);
+    assert_has(text, "skewgate_requests_total{pool=\"w\",decision=\"pass\",code=\"4xx\"} 1\n");
+    assert_has(text, "skewgate_requests_total{pool=\"w\",decision=\"pass\",code=\"2xx\"} 1\n");
+    assert_has(text, "skewgate_requests_total{pool=\"w\",decision=\"pass\",code=\"other\"} 1\n");
+    free(text);
+}
+
+Test(metrics, verdict_and_source)
+{
+    char *text = render(1);
+    assert_has(text, "# TYPE skewgate_verdict_admit gauge\nskewgate_verdict_admit 0\n");
+    assert_has(text, "skewgate_verdict_info{reason=\"OutOfSkew\",mode=\"Automatic\"} 1\n");
+    assert_has(text, "skewgate_skew_enforcement_none 0\n");
+    assert_has(text, "skewgate_source_last_sync_timestamp_seconds 1700000000.500\n");
+    assert_has(text, "# TYPE skewgate_source_reconnects_total counter\nskewgate_source_reconnects_total 4\n");
+    free(text);
+}
+
+Test(metrics, upstream_failures_by_kind)
+{
+    cr_assert_eq(metrics_upstream_kind(504, "UpstreamConnectTimeout"), METRICS_UP_TIMEOUT);
+    cr_assert_eq(metrics_upstream_kind(502, "UpstreamConnect"), METRICS_UP_CONNECT);
+    cr_assert_eq(metrics_upstream_kind(502, "UpstreamTLSHandshake"), METRICS_UP_CONNECT);
+    cr_assert_eq(metrics_upstream_kind(502, "UpstreamClosed"), METRICS_UP_CLOSED);
+    cr_assert_eq(metrics_upstream_kind(502, "BadUpstreamResponse"), METRICS_UP_BAD_RESPONSE);
+    cr_assert_eq(metrics_upstream_kind(502, "RequestTooLarge"), METRICS_UP_OTHER);
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# callgrind-per-request.sh SKEWGATE [N]: instructions the gate executes per
+# request, measured with callgrind: one worker, one keep-alive client doing
+# N and then 10N held (503) requests; (Ir(10N) - Ir(N)) / 9N cancels start-up
+# and shutdown. Compare two builds to see what a change costs per request.
+set -euo pipefail
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); n=${2:-2000}
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d /tmp/skewgate-callgrind.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cp "$root/tests/fixtures/machineconfiguration/automatic-out-of-skew.yaml" "$tmp/mc.yaml"
+cat >"$tmp/gate.yaml" <<YAML
+workers: 1
+listeners:
+  - address: "127.0.0.1:0"
+upstream:
+  address: "127.0.0.1:1"
+enforcement:
+  source: file
+  file:
+    path: $tmp/mc.yaml
+admin:
+  enabled: false
+log:
+  access: false
+YAML
+# total_ir COUNT: the gate's instructions for COUNT requests, start to stop.
+total_ir() {
+  local out="$tmp/cg.$1" log="$tmp/log.$1" port pid i
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" run -c "$tmp/gate.yaml" 2>"$log" &
+  pid=$!
+  for i in $(seq 600); do
+    port=$(sed -n 's/.*"event":"listening".*"port":\([0-9]*\).*/\1/p' "$log" | head -1)
+    [ -n "$port" ] && break
+    sleep 0.05
+  done
+  [ -n "$port" ] || { cat "$log" >&2; exit 1; }
+  curl -s -o /dev/null "http://127.0.0.1:$port/config/worker?[1-$1]"
+  kill -TERM "$pid"
+  wait "$pid" || true
+  sed -n 's/^totals: \([0-9]*\).*/\1/p' "$out"
+}
+small=$(total_ir "$n")
+large=$(total_ir $((10 * n)))
+echo "$bin: $(( (large - small) / (9 * n) )) instructions per request (Ir $small for $n, $large for $((10 * n)))"
