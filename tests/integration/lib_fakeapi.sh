@@ -27,9 +27,8 @@ FA_PY=${FA_PY:-/usr/bin/python3}
 FA_SERVER="$FA_ROOT/tests/fakeapi/fakeapi.py"
 FA_MKCERTS="$FA_ROOT/tests/fakeapi/mkcerts.sh"
 FA_FIXTURES=${FA_FIXTURES:-}
-for _d in "$FA_ROOT/../shared/fixtures/machineconfiguration" \
-          "$FA_ROOT/tests/fixtures/machineconfiguration" \
-          /work/shared/fixtures/machineconfiguration; do
+for _d in "$FA_ROOT/tests/fixtures/machineconfiguration" \
+          "$FA_ROOT/../shared/fixtures/machineconfiguration"; do
   if [ -z "$FA_FIXTURES" ] && [ -d "$_d" ]; then FA_FIXTURES=$(cd "$_d" && pwd); fi
 done
 unset _d
