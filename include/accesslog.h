@@ -10,8 +10,5 @@
 struct conn;
 
 void accesslog_write(struct conn *c);
-/* Appends s as the inside of a JSON string (quotes not included);
- * returns the new length, never past cap. */
-size_t accesslog_escape(char *out, size_t at, size_t cap, const char *s, size_t len);
 
 #endif

@@ -111,8 +111,6 @@ void conn_reap(struct worker *w);
 /* Called by proxy.c once the exchange ended and the response is fully
  * written: logs, then goes on with the next request or closes. */
 void conn_request_done(conn_t *c);
-/* Answers with a response of our own (status line to end of body). */
-void conn_send_local(conn_t *c, const char *data, size_t len, struct gate_snapshot *ref, bool close_after);
 /* An error answered with an empty body: status, reason, whether to close. */
 void conn_send_error(conn_t *c, int status, const char *reason, bool close_after);
 /* Sets the connection's deadline (header, idle or queue) ms from now, or

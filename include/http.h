@@ -75,6 +75,9 @@ http_header_id_t http_header_id(const char *name, size_t len);
 bool http_header_is_hop_by_hop(http_header_id_t id);
 /* The first field with that name, or NULL. */
 const http_header_t *http_headers_get(const http_headers_t *h, http_header_id_t id);
+/* Does any Connection field list this field name (RFC 9110 7.6.1: such a
+ * field is hop-by-hop too)? Case-insensitive. */
+bool http_connection_lists(const char *buf, const http_headers_t *h, const char *name, size_t len);
 
 /* Where the search for the end of a head stopped. Private to the parsers. */
 typedef struct http_scan {

@@ -9,7 +9,8 @@
 #include "conn.h"
 #include "worker.h"
 
-size_t accesslog_escape(char *out, size_t at, size_t cap, const char *s, size_t len)
+/* Appends s as the inside of a JSON string; never writes past cap. */
+static size_t accesslog_escape(char *out, size_t at, size_t cap, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     for (size_t i = 0; i < len && at + 6 < cap; i++) {

@@ -255,7 +255,7 @@ static bool conn_flush_local(conn_t *c)
     return true;
 }
 
-void conn_send_local(conn_t *c, const char *data, size_t len, gate_snapshot_t *ref, bool close_after)
+static void conn_send_local(conn_t *c, const char *data, size_t len, gate_snapshot_t *ref, bool close_after)
 {
     c->state = CONN_WRITE_LOCAL;
     c->out = data;

@@ -1,6 +1,7 @@
 /* http_field: field lines (RFC 9112 5, RFC 9110 5), shared by requests and
  * responses, and the small grammars inside field values they act on. */
 #include <string.h>
+#include <strings.h>
 
 #include "http_internal.h"
 
@@ -190,6 +191,25 @@ int http_parse_length(const char *s, size_t n, int64_t *out)
     }
     *out = v;
     return 0;
+}
+
+bool http_connection_lists(const char *buf, const http_headers_t *h, const char *name, size_t len)
+{
+    if (h->first[HTTP_HDR_CONNECTION] < 0)
+        return false;
+    for (uint32_t i = (uint32_t)h->first[HTTP_HDR_CONNECTION]; i < h->count; i++) {
+        const http_header_t *f = &h->list[i];
+        if (f->id != HTTP_HDR_CONNECTION)
+            continue;
+        http_list_t it = {buf + f->value.off, buf + f->value.off + f->value.len};
+        const char *t;
+        size_t n;
+        /* Both sides are tokens of any case: a symmetric compare. */
+        while (http_list_next(&it, &t, &n))
+            if (n == len && strncasecmp(t, name, len) == 0)
+                return true;
+    }
+    return false;
 }
 
 bool http_keep_alive(const char *buf, const http_headers_t *h, unsigned version_minor)

@@ -193,24 +193,6 @@ void proxy_start(conn_t *c)
     conn_deadline(c, CONN_DEADLINE_QUEUE, w->cfg->upstream.queue_timeout_ms);
 }
 
-/* True when the Connection header's token list names this header. */
-static bool proxy_named_by_connection(const char *buf, const http_header_t *conn_h, const char *name, size_t len)
-{
-    if (!conn_h)
-        return false;
-    const char *p = buf + conn_h->value.off, *end = p + conn_h->value.len;
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-            p++;
-        const char *tok = p;
-        while (p < end && *p != ',' && *p != ' ' && *p != '\t')
-            p++;
-        if ((size_t)(p - tok) == len && strncasecmp(tok, name, len) == 0)
-            return true;
-    }
-    return false;
-}
-
 static size_t proxy_put(char *dst, size_t at, size_t cap, const char *src, size_t len)
 {
     if (at + len > cap)
@@ -239,7 +221,6 @@ static bool proxy_build_request(conn_t *c)
     const char *in = c->ibuf;
     char *out = c->rbuf;
     size_t cap = WORKER_RELAY_BUF, at = 0;
-    const http_header_t *conn_h = http_headers_get(&req->headers, HTTP_HDR_CONNECTION);
     const http_header_t *xff = http_headers_get(&req->headers, HTTP_HDR_X_FORWARDED_FOR);
 
     at = proxy_put(out, at, cap, in + req->method_name.off, req->method_name.len);
@@ -252,7 +233,7 @@ static bool proxy_build_request(conn_t *c)
         const http_header_t *h = &req->headers.list[i];
         const char *name = in + h->name.off;
         if (h->id == HTTP_HDR_X_FORWARDED_FOR || h->id == HTTP_HDR_EXPECT ||
-            http_header_is_hop_by_hop(h->id) || proxy_named_by_connection(in, conn_h, name, h->name.len))
+            http_header_is_hop_by_hop(h->id) || http_connection_lists(in, &req->headers, name, h->name.len))
             continue;
         at = proxy_put(out, at, cap, name, h->name.len);
         at = proxy_put(out, at, cap, ": ", 2);
@@ -408,7 +389,6 @@ static bool proxy_rewrite_head(conn_t *c, const http_response_t *resp, size_t he
     at = proxy_put(head, at, cap, line, (size_t)n);
     at = proxy_put(head, at, cap, in + resp->reason.off, resp->reason.len);
     at = proxy_put(head, at, cap, "\r\n", 2);
-    const http_header_t *conn_h = http_headers_get(&resp->headers, HTTP_HDR_CONNECTION);
     for (size_t i = 0; i < resp->headers.count; i++) {
         const http_header_t *h = &resp->headers.list[i];
         const char *name = in + h->name.off;
@@ -416,7 +396,7 @@ static bool proxy_rewrite_head(conn_t *c, const http_response_t *resp, size_t he
          * any trailer announcement stay. */
         bool framing = c->chunked && (h->id == HTTP_HDR_TRANSFER_ENCODING || h->id == HTTP_HDR_TRAILER);
         if (!framing && (http_header_is_hop_by_hop(h->id) ||
-                         proxy_named_by_connection(in, conn_h, name, h->name.len)))
+                         http_connection_lists(in, &resp->headers, name, h->name.len)))
             continue;
         at = proxy_put(head, at, cap, name, h->name.len);
         at = proxy_put(head, at, cap, ": ", 2);

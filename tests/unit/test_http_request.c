@@ -729,3 +729,19 @@ Test(http_request, bad_byte_at_every_position_of_a_long_value)
     memcpy(s + w + 40, "\r\n\r\n", 4);
     cr_assert_gt(parse_lim(s, (size_t)w + 44, &LIM), 0);
 }
+
+/* Fields a Connection field names are hop-by-hop (RFC 9110 7.6.1): every
+ * Connection field counts, and names compare in any case. */
+Test(http_request, connection_lists_field_names)
+{
+    const char *s = "GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, X-Trace\r\n"
+                    "X-Trace: 1\r\nconnection: Upgrade-Me\r\n\r\n";
+    cr_assert_gt(parse(s), 0);
+    cr_expect(http_connection_lists(s, &req.headers, "x-trace", 7));
+    cr_expect(http_connection_lists(s, &req.headers, "X-TRACE", 7));
+    cr_expect(http_connection_lists(s, &req.headers, "Upgrade-Me", 10));
+    cr_expect_not(http_connection_lists(s, &req.headers, "x-tr", 4));
+    cr_expect_not(http_connection_lists(s, &req.headers, "Host", 4));
+    cr_assert_gt(parse("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    cr_expect_not(http_connection_lists("GET / HTTP/1.1\r\nHost: a\r\n\r\n", &req.headers, "host", 4));
+}
