@@ -38,6 +38,9 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+# Under set -e a failing command ends the test; say which one.
+set -o errtrace
+trap '_err_rc=$?; [[ $- == *e* ]] && echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" exited $_err_rc" >&2' ERR
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "--- $*"; }
