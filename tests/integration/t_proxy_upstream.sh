@@ -90,7 +90,8 @@ for i in $(seq 60); do  # sample for about 3 s while the readers crawl
 done
 for p in "${readers[@]}"; do wait "$p" || true; done
 # a slow plain reader (the spliced path) still gets every byte
-curl -s -o "$TMP/slow.plain" --limit-rate 2m "http://127.0.0.1:$PLAIN_PORT/config/big"
+curl -s --max-time 20 -o "$TMP/slow.plain" --limit-rate 2m "http://127.0.0.1:$PLAIN_PORT/config/big" ||
+  fail "slow plain reader of 4 MiB: curl exit $? (a stall?)"
 cmp -s "$TMP/slow.plain" "$MCS_DATA/spec2/big" || fail "slow plain reader got a different body"
 growth=$(( peak - base ))
 echo "RSS base ${base} KiB, peak ${peak} KiB, growth ${growth} KiB for 8 slow readers of 4 MiB"
