@@ -111,6 +111,8 @@ void conn_reap(struct worker *w);
 /* Called by proxy.c once the exchange ended and the response is fully
  * written: logs, then goes on with the next request or closes. */
 void conn_request_done(conn_t *c);
+/* The connection closes once the response under way is out. */
+bool conn_will_close(const conn_t *c);
 /* An error answered with an empty body: status, reason, whether to close. */
 void conn_send_error(conn_t *c, int status, const char *reason, bool close_after);
 /* Sets the connection's deadline (header, idle or queue) ms from now, or

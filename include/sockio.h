@@ -12,6 +12,8 @@
 typedef struct sockio {
     int fd;
     SSL *ssl;           /* NULL for plain */
+    int send_flags;     /* MSG_MORE while a batch of records goes out */
+    bool eof;           /* the peer ended the stream (for OpenSSL's BIO_eof) */
 } sockio_t;
 
 /* Results below zero: */
@@ -21,8 +23,18 @@ typedef struct sockio {
 
 /* >0 bytes read, 0 orderly end of stream, or a SOCKIO_ code. */
 ssize_t sockio_read(sockio_t *io, void *buf, size_t len);
+/* Flags for sockio_write. SOCKIO_MORE: the caller writes again at once,
+ * before it returns to the event loop, so the kernel may hold a part-filled
+ * segment for what follows (MSG_MORE). Never set it on the last write
+ * before waiting: that one pushes everything out. */
+#define SOCKIO_MORE 1u
+
 /* >0 bytes written (possibly fewer than len), or a SOCKIO_ code. */
-ssize_t sockio_write(sockio_t *io, const void *buf, size_t len);
+ssize_t sockio_write(sockio_t *io, const void *buf, size_t len, unsigned flags);
+/* Puts a new SSL on io's socket through sockio's own BIO, which reads and
+ * sends on the fd directly and honours SOCKIO_MORE for TLS records. The
+ * SSL belongs to io from then on, even on failure (false: out of memory). */
+bool sockio_attach_ssl(sockio_t *io, SSL *ssl);
 /* Drives a TLS handshake (server or client side as the SSL was set up):
  * 1 done, or a SOCKIO_ code. */
 int sockio_handshake(sockio_t *io);

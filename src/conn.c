@@ -92,8 +92,7 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
     w->conns = c;
     c->tls = tls_ctx != NULL;
     if (tls_ctx) {
-        c->io.ssl = SSL_new(tls_ctx);
-        if (!c->io.ssl || !SSL_set_fd(c->io.ssl, fd)) {
+        if (!sockio_attach_ssl(&c->io, SSL_new(tls_ctx))) {
             conn_close(c);
             return;
         }
@@ -198,9 +197,14 @@ static void conn_log_request(conn_t *c)
     metrics_request(&c->w->metrics, c->log.pool, c->log.decision, c->log.status, duration_ns);
 }
 
+bool conn_will_close(const conn_t *c)
+{
+    return c->close_after || !c->keep_alive || c->w->stopping;
+}
+
 static void conn_next_request(conn_t *c)
 {
-    bool close_now = c->close_after || !c->keep_alive || c->w->stopping;
+    bool close_now = conn_will_close(c);
     conn_log_request(c);
     conn_consume_head(c);
     if (close_now) {
@@ -238,7 +242,10 @@ void conn_request_done(conn_t *c)
 static bool conn_flush_local(conn_t *c)
 {
     while (c->out_off < c->out_len) {
-        ssize_t n = sockio_write(&c->io, c->out + c->out_off, c->out_len - c->out_off);
+        /* A TLS answer that ends the connection shares its segment with
+         * the close_notify that follows at once. */
+        unsigned more = c->tls && conn_will_close(c) ? SOCKIO_MORE : 0;
+        ssize_t n = sockio_write(&c->io, c->out + c->out_off, c->out_len - c->out_off, more);
         if (n > 0) {
             c->out_off += (size_t)n;
             c->log.bytes += (uint64_t)n;

@@ -325,7 +325,7 @@ static void do_read(kube_client_t *c)
 static void do_send(kube_client_t *c)
 {
     while (c->req_sent < c->req_len) {
-        ssize_t n = sockio_write(&c->io, c->req + c->req_sent, c->req_len - c->req_sent);
+        ssize_t n = sockio_write(&c->io, c->req + c->req_sent, c->req_len - c->req_sent, 0);
         if (n == SOCKIO_WANT_READ || n == SOCKIO_WANT_WRITE) {
             wait_io(c, n == SOCKIO_WANT_READ ? EV_READ : EV_WRITE);
             return;
@@ -375,10 +375,9 @@ static void do_handshake(kube_client_t *c)
 
 static int start_tls(kube_client_t *c, char *detail, size_t len)
 {
-    c->io.ssl = SSL_new(c->tls_ctx);
-    if (!c->io.ssl || tls_api_prepare(c->io.ssl, c->ep.host, c->insecure, detail, len) < 0 ||
-        SSL_set_fd(c->io.ssl, c->io.fd) != 1) {
-        if (!c->io.ssl)
+    bool attached = sockio_attach_ssl(&c->io, SSL_new(c->tls_ctx));
+    if (!attached || tls_api_prepare(c->io.ssl, c->ep.host, c->insecure, detail, len) < 0) {
+        if (!attached)
             snprintf(detail, len, "out of memory");
         ERR_clear_error();
         return -1;

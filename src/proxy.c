@@ -330,7 +330,7 @@ static void proxy_send_request(conn_t *c)
 {
     upstream_conn_t *u = c->up;
     while (c->r_off < c->r_len) {
-        ssize_t n = sockio_write(&u->io, c->rbuf + c->r_off, c->r_len - c->r_off);
+        ssize_t n = sockio_write(&u->io, c->rbuf + c->r_off, c->r_len - c->r_off, 0);
         if (n > 0) {
             c->r_off += (size_t)n;
             continue;
@@ -608,7 +608,10 @@ static void proxy_pump(conn_t *c)
             size_t len = c->r_len - c->r_off;
             if (c->tls && len > PROXY_TLS_RECORD)
                 len = PROXY_TLS_RECORD;
-            ssize_t n = sockio_write(&c->io, c->rbuf + c->r_off, len);
+            /* More in the buffer, or a close_notify right behind the last
+             * record: the kernel may fill segments across the records. */
+            bool more = c->r_off + len < c->r_len || (c->tls && c->body_done && conn_will_close(c));
+            ssize_t n = sockio_write(&c->io, c->rbuf + c->r_off, len, more ? SOCKIO_MORE : 0);
             if (n > 0) {
                 c->r_off += (size_t)n;
                 c->log.bytes += (uint64_t)n;
@@ -707,8 +710,8 @@ static void proxy_connected(conn_t *c)
         proxy_send_request(c);
         return;
     }
-    u->io.ssl = SSL_new(c->w->upstream_tls);
-    if (!u->io.ssl || !SSL_set_fd(u->io.ssl, u->io.fd) || tls_client_prepare(u->io.ssl, &c->w->cfg->upstream) < 0) {
+    if (!sockio_attach_ssl(&u->io, SSL_new(c->w->upstream_tls)) ||
+        tls_client_prepare(u->io.ssl, &c->w->cfg->upstream) < 0) {
         proxy_fail(c, 502, "UpstreamTLS");
         return;
     }

@@ -2,6 +2,7 @@
 #include <criterion/hooks.h>
 #include <criterion/logging.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <limits.h>
 #include <malloc.h>
 #include <netinet/in.h>
@@ -9,10 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <unistd.h>
 #include <sys/socket.h>
+#include <linux/tcp.h>
 
 #include <openssl/err.h>
 
+#include "sockio.h"
 #include "tls.h"
 
 /* Certificates are made once per run by the runner process (tests run in
@@ -850,4 +855,142 @@ Test(tls, check_builds_what_is_enabled_and_reports_what_is_wrong)
     cr_expect_str_eq(err, "tls: upstream: no server_name and no address to verify");
     up.tls = false;
     cr_expect_eq(tls_check_upstream(&up, err, sizeof err), 0);
+}
+
+/* sockio's own BIO, over a real loopback TCP connection: both ends in this
+ * thread, non-blocking, every loop bounded. */
+typedef struct tcp_link {
+    sockio_t client, server;
+} tcp_link_t;
+
+static void tcp_pair(int *client_fd, int *server_fd)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    cr_assert(l >= 0 && bind(l, (struct sockaddr *)&a, sizeof a) == 0 && listen(l, 1) == 0);
+    cr_assert_eq(getsockname(l, (struct sockaddr *)&a, &len), 0);
+    *client_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    cr_assert(connect(*client_fd, (struct sockaddr *)&a, sizeof a) == 0 || errno == EINPROGRESS);
+    *server_fd = accept4(l, NULL, NULL, SOCK_NONBLOCK);
+    cr_assert(*server_fd >= 0);
+    close(l);
+    int one = 1;
+    setsockopt(*server_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(*client_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static void wait_fd(int fd, short events)
+{
+    struct pollfd p = {.fd = fd, .events = events};
+    cr_assert_eq(poll(&p, 1, 2000), 1, "fd %d not ready in 2 s", fd);
+}
+
+/* In place: each end's BIO points at its sockio_t. */
+static void tcp_link_init(tcp_link_t *link, bool tls, SSL_CTX *sctx, SSL_CTX *cctx, const config_upstream_t *up)
+{
+    *link = (tcp_link_t){.client = {.fd = -1}, .server = {.fd = -1}};
+    tcp_link_t *l = link;
+    tcp_pair(&l->client.fd, &l->server.fd);
+    if (!tls)
+        return;
+    cr_assert(sockio_attach_ssl(&l->server, SSL_new(sctx)));
+    cr_assert(sockio_attach_ssl(&l->client, SSL_new(cctx)));
+    SSL_set_accept_state(l->server.ssl);
+    SSL_set_connect_state(l->client.ssl);
+    cr_assert_eq(tls_client_prepare(l->client.ssl, up), 0);
+    int sd = 0, cd = 0;
+    for (int i = 0; i < 64 && !(sd == 1 && cd == 1); i++) {
+        if (cd != 1)
+            cd = sockio_handshake(&l->client);
+        if (sd != 1)
+            sd = sockio_handshake(&l->server);
+        cr_assert(cd != SOCKIO_ERROR && sd != SOCKIO_ERROR, "handshake failed");
+        if (sd == SOCKIO_WANT_READ && cd != 1)
+            continue;
+        if (sd == SOCKIO_WANT_READ)
+            wait_fd(l->server.fd, POLLIN);
+    }
+    cr_assert(sd == 1 && cd == 1, "handshake did not finish");
+}
+
+/* Reads exactly len bytes (the client may first see TLS 1.3 tickets). */
+static void read_exactly(sockio_t *io, char *buf, size_t len)
+{
+    size_t got = 0;
+    for (int i = 0; i < 64 && got < len; i++) {
+        ssize_t n = sockio_read(io, buf + got, len - got);
+        if (n > 0)
+            got += (size_t)n;
+        else if (n == SOCKIO_WANT_READ)
+            wait_fd(io->fd, POLLIN);
+        else
+            cr_assert_fail("read failed: %zd", n);
+    }
+    cr_assert_eq(got, len);
+}
+
+static unsigned data_segments_out(int fd)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    cr_assert_eq(getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len), 0);
+    return ti.tcpi_data_segs_out;
+}
+
+/* Four 1000-byte writes, the first three with flags: data segments sent. */
+static unsigned segments_for_four_writes(tcp_link_t *l, unsigned flags)
+{
+    char msg[4000], back[4000];
+    memset(msg, 'x', sizeof msg);
+    unsigned before = data_segments_out(l->server.fd);
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(sockio_write(&l->server, msg + k * 1000, 1000, k < 3 ? flags : 0), 1000);
+    unsigned segs = data_segments_out(l->server.fd) - before;
+    read_exactly(&l->client, back, sizeof back);
+    cr_assert(memcmp(back, msg, sizeof msg) == 0);
+    return segs;
+}
+
+Test(tls, sockio_more_sends_a_batch_of_writes_as_one_segment)
+{
+    config_upstream_t up = upstream_cfg(ecdsa.ca, "localhost");
+    SSL_CTX *sctx = server_ctx(server_cfg(&ecdsa)), *cctx = client_ctx(&up);
+    for (int tls = 0; tls < 2; tls++) {
+        tcp_link_t l;
+        tcp_link_init(&l, tls, sctx, cctx, &up);
+        unsigned pushed = segments_for_four_writes(&l, 0);
+        unsigned batched = segments_for_four_writes(&l, SOCKIO_MORE);
+        cr_expect_eq(batched, 1, "%s: %u segments for a batch", tls ? "tls" : "plain", batched);
+        cr_expect_gt(pushed, 1, "%s: %u segments without SOCKIO_MORE", tls ? "tls" : "plain", pushed);
+        sockio_close(&l.client);
+        sockio_close(&l.server);
+    }
+    SSL_CTX_free(sctx);
+    SSL_CTX_free(cctx);
+}
+
+Test(tls, sockio_tls_reads_an_end_without_close_notify_as_the_end)
+{
+    config_upstream_t up = upstream_cfg(ecdsa.ca, "localhost");
+    SSL_CTX *sctx = server_ctx(server_cfg(&ecdsa)), *cctx = client_ctx(&up);
+    tcp_link_t l;
+    tcp_link_init(&l, true, sctx, cctx, &up);
+    char buf[16];
+    /* The client reads (tickets first), so its close is a FIN, not a reset. */
+    cr_assert_eq(sockio_write(&l.server, "hello", 5, 0), 5);
+    read_exactly(&l.client, buf, 5);
+    cr_expect(memcmp(buf, "hello", 5) == 0);
+    SSL_free(l.client.ssl);   /* gone without close_notify */
+    l.client.ssl = NULL;
+    sockio_close(&l.client);
+    ssize_t n = SOCKIO_WANT_READ;
+    for (int i = 0; i < 8 && n == SOCKIO_WANT_READ; i++) {
+        wait_fd(l.server.fd, POLLIN);
+        n = sockio_read(&l.server, buf, sizeof buf);
+    }
+    cr_expect_eq(n, 0, "an unexpected EOF read as %zd, not as the end", n);
+    sockio_close(&l.server);
+    SSL_CTX_free(sctx);
+    SSL_CTX_free(cctx);
 }
