@@ -5,7 +5,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 
 #include "accesslog.h"
 #include "conn.h"
@@ -79,8 +78,6 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
     c->pipe_r = c->pipe_w = -1;
     memcpy(&c->peer, peer, peer_len);
     c->peer_len = peer_len;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     event_assign(&c->rev, w->base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
     event_assign(&c->wev, w->base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
     evtimer_assign(&c->timer, w->base, conn_on_timer, c);

@@ -69,6 +69,9 @@ int worker_listen_socket(struct sockaddr_storage *ss, socklen_t len, char *err, 
      * less per connection (the first read follows accept at once). */
     int defer = 5;
     setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof defer);
+    /* Accepted sockets inherit TCP_NODELAY from the listener on Linux: no
+     * setsockopt per connection. */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (bind(fd, (struct sockaddr *)ss, len) < 0 || listen(fd, WORKER_LISTEN_BACKLOG) < 0) {
         snprintf(err, errlen, "bind/listen: %s", strerror(errno));
         close(fd);
