@@ -26,8 +26,11 @@ CFLAGS   = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -Iinclude $(shell pkg-config --
 LDLIBS   = $(shell pkg-config --libs $(PKGS)) -lpthread
 TESTLIBS = $(shell pkg-config --libs criterion)
 
-LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c))
+# Folders by layer (doc/internals.md); include/ mirrors src/.
+SRC      := $(shell find src -name '*.c' | sort)
+LIB_SRC  := $(filter-out src/cli/main.c,$(SRC))
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+HEADERS  := $(shell find include src -name '*.h')
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_OBJ := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%.o)
 
@@ -41,22 +44,23 @@ all: $(BIN)
 deps:
 	@./tools/deps.sh
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
+$(BUILD)/obj/%.o: src/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -c -o $@ $<
 
-$(BUILD)/unit/%.o: tests/unit/%.c $(wildcard include/*.h) | $(BUILD)/unit
+$(BUILD)/unit/%.o: tests/unit/%.c $(HEADERS) | $(BUILD)/unit
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -DSRCDIR='"$(CURDIR)"' -c -o $@ $<
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN): $(BUILD)/obj/main.o $(LIB)
+$(BIN): $(BUILD)/obj/cli/main.o $(LIB)
 	$(CC) $(OPT) -o $@ $^ $(LDLIBS)
 
 $(UNIT_BIN): $(UNIT_OBJ) $(LIB)
 	$(CC) $(OPT) -o $@ $^ $(TESTLIBS) $(LDLIBS)
 
-$(BUILD)/obj $(BUILD)/unit:
+$(BUILD)/unit:
 	mkdir -p $@
 
 unit: deps $(UNIT_BIN)
@@ -73,6 +77,7 @@ test: deps
 	SKEWGATE_SAN=1 SKEWGATE_BIN=$(CURDIR)/$(BIN) ./tests/integration/run
 else
 test: deps
+	./tools/check-layers
 	$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
 	./tools/run-unit $(UNIT_BIN) --jobs 2
 	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./tests/integration/run
@@ -95,4 +100,4 @@ bench-smoke:
 clean:
 	rm -rf build build-san build-tsan build-bench
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/cli/main.d

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_path.h"
+#include "http/path.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
-#include "http_path.h"
+#include "http/request.h"
+#include "http/path.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

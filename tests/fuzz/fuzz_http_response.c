@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
+#include "http/response.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

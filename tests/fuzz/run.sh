@@ -19,7 +19,7 @@ cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
         -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
         -I"$root/include")
-srcs=("$root"/src/http_*.c)
+srcs=("$root"/src/http/*.c)
 
 for t in "${targets[@]}"; do
   if ! "$cc" "${cflags[@]}" -o "$out/fuzz_$t" "$here/fuzz_$t.c" "${srcs[@]}" 2>"$out/build_$t.log"; then

@@ -1,7 +1,7 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 
-#include "backoff.h"
+#include "core/backoff.h"
 
 Test(backoff, doubles_from_200ms_to_30s_within_the_jitter_range)
 {

@@ -8,8 +8,8 @@
 #include <unistd.h>
 #include <openssl/ssl.h>
 
-#include "cmd.h"
-#include "config.h"
+#include "cli/cmd.h"
+#include "conf/config.h"
 
 static char err[CONFIG_ERR_LEN];
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/http_internal.h"
+#include "../../src/http/internal.h"
 
 static bool in(const char *set, int c) { return c != 0 && strchr(set, c) != NULL; }
 

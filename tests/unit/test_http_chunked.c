@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "http_chunked.h"
+#include "http/chunked.h"
 
 static http_chunked_t ch;
 

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "http_path.h"
+#include "http/path.h"
 
 static char out[512];
 static size_t outlen;

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "http.h"
+#include "http/response.h"
 
 static const http_limits_t LIM = {.max_header_bytes = 16384, .max_headers = 100, .max_uri_bytes = 0};
 static http_header_t hdrs[128];

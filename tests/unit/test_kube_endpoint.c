@@ -1,7 +1,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "kube_endpoint.h"
+#include "source/kube/endpoint.h"
 
 Test(kube_endpoint, in_cluster_from_the_environment)
 {

@@ -1,7 +1,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "kube_event.h"
+#include "source/kube/event.h"
 
 static int parse(const char *line, kube_event_t *ev, char *err)
 {

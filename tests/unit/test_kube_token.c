@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kube_token.h"
+#include "source/kube/token.h"
 
 static char dir[64], path[128];
 static kube_token_t tok;

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mcobj.h"
-#include "verdict.h"
+#include "verdict/mcobj.h"
+#include "verdict/verdict.h"
 
 static char err[MCOBJ_ERR_LEN];
 

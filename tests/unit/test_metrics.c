@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "proxy/metrics.h"
 
 #define MS 1000000ull
 

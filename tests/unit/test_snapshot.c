@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "snapshot.h"
+#include "verdict/snapshot.h"
 
 #define VALIDATOR "/usr/bin/ignition-validate"
 

@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "source.h"
+#include "source/source.h"
 
 /* Each test drives a real event loop; nothing sleeps. A short tick keeps
  * EVLOOP_ONCE from blocking past the deadline. */

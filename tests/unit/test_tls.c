@@ -17,8 +17,8 @@
 
 #include <openssl/err.h>
 
-#include "sockio.h"
-#include "tls.h"
+#include "os/sockio.h"
+#include "tls/tls.h"
 
 /* Certificates are made once per run by the runner process (tests run in
  * re-executed children, which inherit only its environment). */

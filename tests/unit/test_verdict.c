@@ -1,7 +1,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "verdict.h"
+#include "verdict/verdict.h"
 
 /* 2026-11-15T00:00:00Z */
 #define NOW ((time_t)1794700800)

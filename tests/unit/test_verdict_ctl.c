@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "verdict_ctl.h"
+#include "source/controller.h"
 
 #define DEADLINE_MS 4000
 #define TICK_MS 20

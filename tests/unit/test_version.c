@@ -1,7 +1,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "version.h"
+#include "core/version.h"
 
 static ocp_version_t ocp(const char *s)
 {

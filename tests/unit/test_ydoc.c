@@ -1,7 +1,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "ydoc.h"
+#include "core/ydoc.h"
 
 static char err[256];
 

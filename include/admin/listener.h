@@ -1,0 +1,23 @@
+/* admin: the loopback admin listener (evhttp on the verdict thread's
+ * event_base): GET /healthz, /readyz, /verdict, /metrics and
+ * POST /override. Everything it reads lives on that thread, except the
+ * workers' counters, which metrics.h makes safe to read from here. */
+#ifndef SKEWGATE_ADMIN_H
+#define SKEWGATE_ADMIN_H
+
+#include <stddef.h>
+
+#include "conf/config.h"
+#include "proxy/metrics.h"
+#include "source/controller.h"
+
+struct event_base;
+typedef struct admin admin_t;
+
+/* Binds cfg->addr and serves on base. workers[] (n_workers counters) must
+ * outlive the listener; the array itself is copied. NULL with err set. */
+admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict_ctl_t *ctl,
+                     const metrics_worker_t *const *workers, size_t n_workers, char *err, size_t errlen);
+void admin_free(admin_t *a);
+
+#endif

@@ -1,0 +1,148 @@
+/* config: the YAML configuration (conf/skewgate.yaml documents every key
+ * with its default). Loading is strict: unknown keys, wrong types, bad
+ * durations, sizes or addresses are errors naming file:line:column.
+ * Relative file paths in the configuration are resolved against the
+ * configuration file's directory; the struct holds the resolved paths.
+ * Files are not opened here: the modules that use them do, at start-up
+ * and in `skewgate check`. */
+#ifndef SKEWGATE_CONFIG_H
+#define SKEWGATE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "core/log.h"
+#include "core/skew.h"
+
+#define CONFIG_ERR_LEN 512
+#define CONFIG_MAX_LISTENERS 8
+#define CONFIG_MAX_PREFIXES 8
+
+typedef struct config_addr {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char text[128];             /* as written: "0.0.0.0:22623", "[::1]:8443" (IP only, no hostnames) */
+} config_addr_t;
+
+typedef struct config_tls_server {
+    bool enabled;
+    char *certificate;          /* PEM chain file */
+    char *key;                  /* PEM key file */
+    int min_version;            /* TLS1_2_VERSION (default) or TLS1_3_VERSION */
+    char *ciphers;              /* TLS <= 1.2 list; default: OpenShift Intermediate */
+    char *ciphersuites;         /* TLS 1.3 */
+    char *groups;               /* default "X25519:prime256v1:secp384r1" */
+    bool session_tickets;       /* default true */
+} config_tls_server_t;
+
+/* IPv6 listeners are to be bound IPV6_V6ONLY: validation lets [::]:P and
+ * 0.0.0.0:P coexist, and refuses only overlaps within one family. */
+typedef struct config_listener {
+    config_addr_t addr;         /* port 0: the kernel picks one, the gate reports it */
+    config_tls_server_t tls;
+} config_listener_t;
+
+typedef struct config_upstream {
+    config_addr_t addr;
+    bool tls;                   /* default false */
+    char *ca_file;              /* verify the MCS with this CA (tls only) */
+    char *server_name;          /* SNI and verified name; default: the IP of addr ("127.0.0.1",
+                                   "::1"), which is verified as an IP SAN and, per RFC 6066,
+                                   not sent as SNI */
+    bool insecure_skip_verify;  /* default false; logged loudly */
+    uint64_t connect_timeout_ms;    /* default 5s */
+    uint64_t response_timeout_ms;   /* default 60s: request sent -> response header */
+    uint64_t idle_timeout_ms;       /* default 60s: idle pooled connection */
+    uint32_t max_idle;              /* default 16 pooled idle connections per worker */
+    uint32_t max_concurrent;        /* default 64 in flight per gate */
+    uint32_t max_queue;             /* default 256 waiting; overflow -> 503 */
+    uint64_t queue_timeout_ms;      /* default 10s waiting -> 503 */
+} config_upstream_t;
+
+typedef enum { SOURCE_KIND_KUBERNETES, SOURCE_KIND_FILE } source_kind_t;
+
+typedef struct config_source_kube {
+    char *server;               /* "" = in-cluster (KUBERNETES_SERVICE_HOST/PORT) */
+    char *ca_file;              /* default: service account ca.crt */
+    char *token_file;           /* default: service account token */
+    bool insecure_skip_tls_verify;
+    char *name;                 /* default "cluster" */
+    uint64_t watch_timeout_ms;  /* default 5m: timeoutSeconds of one watch */
+} config_source_kube_t;
+
+typedef struct config_source_file {
+    char *path;
+    uint64_t poll_interval_ms;  /* default 1s */
+} config_source_file_t;
+
+typedef struct config_enforcement {
+    source_kind_t source;       /* default kubernetes */
+    config_source_kube_t kubernetes;
+    config_source_file_t file;
+    verdict_limits_t limits;    /* default OCP 4.13.0, RHEL 9.2 */
+    verdict_policy_t policy;    /* when_unknown / when_unparseable: admit */
+    uint64_t max_staleness_ms;  /* default 5m */
+} config_enforcement_t;
+
+typedef enum { REJECT_HOLD, REJECT_DENY, REJECT_EXPLAIN } reject_mode_t;
+
+typedef struct config_gate {
+    char *prefixes[CONFIG_MAX_PREFIXES];  /* default ["/config/"] */
+    size_t n_prefixes;
+    reject_mode_t reject_mode;  /* reject.mode, default hold */
+} config_gate_t;
+
+typedef struct config_limits {
+    uint32_t max_connections;   /* default 10000 (whole gate) */
+    uint32_t max_header_bytes;  /* default 16 KiB */
+    uint32_t max_headers;       /* default 100 */
+    uint32_t max_uri_bytes;     /* default 8 KiB */
+    uint64_t header_timeout_ms; /* default 10s -> 408 */
+    uint64_t idle_timeout_ms;   /* default 120s client keep-alive (above Ignition's 5s) */
+    uint64_t send_timeout_ms;   /* default 60s without progress writing to the client */
+    uint64_t drain_timeout_ms;  /* default 30s: SIGTERM drain deadline */
+} config_limits_t;
+
+typedef struct config_admin {
+    bool enabled;               /* default true */
+    config_addr_t addr;         /* default 127.0.0.1:22625; loopback only (127.0.0.0/8, ::1) */
+} config_admin_t;
+
+
+typedef struct config_log {
+    log_level_t level;          /* default info */
+    bool access;                /* default true */
+} config_log_t;
+
+typedef struct config {
+    char *path;                 /* the file it came from */
+    uint32_t workers;           /* 1..256; "auto" (default) is resolved at load to the CPUs
+                                   this process may run on (sched_getaffinity) */
+    config_listener_t listeners[CONFIG_MAX_LISTENERS];
+    size_t n_listeners;
+    config_upstream_t upstream;
+    config_enforcement_t enforcement;
+    config_gate_t gate;
+    config_limits_t limits;
+    config_admin_t admin;
+    config_log_t log;
+} config_t;
+
+/* Loads and validates a file. NULL with "file:LINE:COL: problem" in err. */
+config_t *config_load(const char *path, char *err, size_t errlen);
+/* Same, from text; name is used in errors and its directory (if it has a
+ * '/') resolves relative paths. */
+config_t *config_parse(const char *text, size_t len, const char *name, char *err, size_t errlen);
+void config_free(config_t *cfg);
+
+/* "10s", "250ms", "5m", "1h", "1h30m" -> milliseconds. 0 or -1. */
+int config_parse_duration(const char *s, uint64_t *ms);
+/* "16KiB", "16384", "1MiB" -> bytes. 0 or -1. */
+int config_parse_size(const char *s, uint64_t *bytes);
+/* "127.0.0.1:22623", "[::1]:22623", "0.0.0.0:22623", ":22623" (all v4). Port
+ * 0..65535; IPv6 only in brackets; hostnames are refused. 0 or -1. */
+int config_parse_addr(const char *s, config_addr_t *out);
+
+#endif

@@ -1,0 +1,118 @@
+/* metrics: the gate's counters and their Prometheus text rendering.
+ * Each worker owns one metrics_worker_t and is its only writer, so a
+ * counter is bumped with a relaxed load and store (no lock prefix, no
+ * contended cache line); the admin listener on the main thread sums the
+ * workers' counters with relaxed loads. Sums are therefore not a snapshot
+ * across counters, which Prometheus does not ask for. */
+#ifndef SKEWGATE_METRICS_H
+#define SKEWGATE_METRICS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "verdict/verdict.h"
+
+/* Pool names come from clients: each worker counts the first
+ * METRICS_POOLS distinct ones under their name, the rest as "other". */
+#define METRICS_POOLS 16
+#define METRICS_POOL_OTHER METRICS_POOLS
+#define METRICS_POOL_LEN 64
+
+typedef enum {
+    METRICS_ADMIT,
+    METRICS_REJECT,
+    METRICS_PASS,
+    METRICS_ERROR,
+    METRICS_N_DECISIONS
+} metrics_decision_t;
+
+/* Statuses the gate answers itself or commonly relays have a series each;
+ * any other status is counted by class ("2xx", ...), and one out of
+ * 100..599 (none should be) as "other". */
+enum { METRICS_N_CODES = 31 };
+
+/* Request duration buckets, upper bounds in seconds; one more for +Inf. */
+#define METRICS_N_BUCKETS 14
+extern const double metrics_bucket_bounds[METRICS_N_BUCKETS];
+
+typedef enum {
+    METRICS_UP_CONNECT,        /* refused, TLS setup or handshake failed */
+    METRICS_UP_TIMEOUT,        /* connect or response timeout (504) */
+    METRICS_UP_CLOSED,         /* closed or failed mid-exchange, response truncated */
+    METRICS_UP_BAD_RESPONSE,   /* unparseable or oversized response head, bad chunking */
+    METRICS_UP_QUEUE_FULL,     /* no upstream slot and the wait queue is full (503) */
+    METRICS_UP_QUEUE_TIMEOUT,  /* waited queue_timeout for a slot (503) */
+    METRICS_UP_OTHER,          /* e.g. a request head too large to forward */
+    METRICS_N_UPSTREAM_ERRORS
+} metrics_upstream_error_t;
+
+typedef _Atomic uint64_t metrics_counter_t;
+
+typedef struct metrics_worker {
+    /* The pool table: a name is written once, before n_pools is released
+     * past it, and never changes; readers acquire n_pools first. */
+    _Atomic uint32_t n_pools;
+    uint32_t last_pool;     /* the owner's lookup hint; only it reads this */
+    char pool_names[METRICS_POOLS][METRICS_POOL_LEN];
+
+    metrics_counter_t requests[METRICS_POOLS + 1][METRICS_N_DECISIONS][METRICS_N_CODES];
+    metrics_counter_t duration_buckets[METRICS_N_BUCKETS + 1];   /* not cumulative */
+    metrics_counter_t duration_sum_ns;
+    metrics_counter_t upstream_errors[METRICS_N_UPSTREAM_ERRORS];
+    metrics_counter_t open_tls, open_plain;     /* gauges */
+    metrics_counter_t accepted, refused_over_limit;
+} metrics_worker_t;
+
+/* Owner-only increment: a plain load and store, yet a data race for no one. */
+static inline void metrics_add(metrics_counter_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+static inline void metrics_sub(metrics_counter_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) - n, memory_order_relaxed);
+}
+
+static inline void metrics_conn_opened(metrics_worker_t *m, bool tls)
+{
+    metrics_add(&m->accepted, 1);
+    metrics_add(tls ? &m->open_tls : &m->open_plain, 1);
+}
+
+static inline void metrics_conn_closed(metrics_worker_t *m, bool tls)
+{
+    metrics_sub(tls ? &m->open_tls : &m->open_plain, 1);
+}
+
+static inline void metrics_upstream_error(metrics_worker_t *m, metrics_upstream_error_t kind)
+{
+    metrics_add(&m->upstream_errors[kind], 1);
+}
+
+/* One finished request. decision is the access log's word ("admit",
+ * "reject", "pass", "error"; NULL counts as "error"); pool is "" for
+ * ungated paths. */
+void metrics_request(metrics_worker_t *m, const char *pool, const char *decision, int status,
+                     uint64_t duration_ns);
+
+/* What an upstream failure answered with `reason` (proxy.c's words:
+ * "UpstreamConnect", "UpstreamTimeout", ...) counts as. */
+metrics_upstream_error_t metrics_upstream_kind(int status, const char *reason);
+
+/* The gate-wide values rendered next to the workers' counters. */
+typedef struct metrics_gate {
+    const verdict_t *verdict;
+    double source_last_sync;        /* Unix seconds, 0 = never */
+    uint64_t source_reconnects;
+} metrics_gate_t;
+
+/* The Prometheus text exposition (format 0.0.4) of the sum over workers[]
+ * and of g; malloc'ed, NUL-terminated, *len without the NUL. NULL when
+ * out of memory. */
+char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, const metrics_gate_t *g,
+                     size_t *len);
+
+#endif

@@ -1,0 +1,49 @@
+/* verdict_ctl: turns what the source reports into published gate snapshots.
+ * Lives on the verdict thread's event_base and owns the source. It keeps
+ * what verdict_compute cannot: the previous settled decision, when the
+ * current decision began, the local override, and how long the source has
+ * been failing; and it wakes itself when an override expires or the last
+ * good view grows too stale. */
+#ifndef SKEWGATE_VERDICT_CTL_H
+#define SKEWGATE_VERDICT_CTL_H
+
+#include "conf/config.h"
+#include "verdict/snapshot.h"
+#include "source/source.h"
+#include "verdict/verdict.h"
+
+struct event_base;
+typedef struct verdict_ctl verdict_ctl_t;
+
+/* Hands a new snapshot to the workers; the callee owns the reference. */
+typedef void (*verdict_publish_fn)(gate_snapshot_t *snap, void *arg);
+
+/* Copies what it needs from cfg (limits, policy, max_staleness) and
+ * publishes a first snapshot at once (no data yet: the when_unknown policy),
+ * so that the workers never see none. NULL when out of memory. */
+verdict_ctl_t *verdict_ctl_new(struct event_base *base, const config_enforcement_t *cfg,
+                               reject_mode_t reject_mode, verdict_publish_fn publish, void *arg);
+
+/* The update callback to create the source with, arg = the controller:
+ *   source_file_new(base, &cfg->file, verdict_ctl_on_source, ctl) */
+void verdict_ctl_on_source(source_state_t state, json_t *object, void *ctl);
+
+/* Takes ownership of the source (freed with the controller, also on
+ * failure) and starts it. 0 or -1. */
+int verdict_ctl_start(verdict_ctl_t *ctl, source_t *source);
+
+/* The admin API's override, local to this gate; active == false clears it.
+ * Takes effect at once and lapses by itself at o->until. */
+void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o);
+
+/* The latest verdict (also when only its resourceVersion moved, which does
+ * not republish); valid until the next event on the controller's loop. */
+const verdict_t *verdict_ctl_current(const verdict_ctl_t *ctl);
+const source_t *verdict_ctl_source(const verdict_ctl_t *ctl);
+/* Ready: the source has confirmed a view at least once and has not been
+ * failing for longer than max_staleness. When not, *why says which. */
+bool verdict_ctl_ready(const verdict_ctl_t *ctl, const char **why);
+
+void verdict_ctl_free(verdict_ctl_t *ctl);
+
+#endif

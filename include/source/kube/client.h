@@ -1,0 +1,72 @@
+/* kube_client: one HTTP/1.1 GET at a time to the Kubernetes API server, on
+ * an event_base, over plain TCP or TLS (sockio). It connects, sends,
+ * parses the response head (http_response_parse), de-chunks the body
+ * (http_chunked_step) and hands it over whole or line by line (watch
+ * streams). Each request gets its own connection: a list is followed by a
+ * watch that lasts minutes, so reuse would save one handshake per watch.
+ *
+ * Bounds: the head is at most 64 KiB, a body or a line at most
+ * KUBE_BODY_MAX; beyond, the request fails. Connecting, the handshake,
+ * sending and the head share one deadline (KUBE_REQUEST_TIMEOUT_MS); the
+ * body fails after idle_timeout_ms without a byte.
+ *
+ * Callbacks may call kube_client_request() or kube_client_cancel() on the
+ * client (also from on_line); the client then touches nothing of the old
+ * request. */
+#ifndef SKEWGATE_KUBE_CLIENT_H
+#define SKEWGATE_KUBE_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <openssl/ssl.h>
+
+#include "source/kube/endpoint.h"
+
+#define KUBE_BODY_MAX (8u << 20)
+#define KUBE_REQUEST_TIMEOUT_MS 10000
+
+struct event_base;
+typedef struct kube_client kube_client_t;
+
+typedef enum {
+    KUBE_BODY_WHOLE,            /* on_done gets the body */
+    KUBE_BODY_LINES,            /* a 2xx body goes to on_line, line by line */
+} kube_body_mode_t;
+
+typedef struct kube_response {
+    int status;                 /* 0 when no head arrived */
+    bool complete;              /* the body ended as its framing says */
+    const char *error;          /* when !complete: what went wrong (static) */
+    char detail[256];           /* when !complete: more, e.g. the TLS reason */
+    const char *body;           /* WHOLE, or any non-2xx answer: the body */
+    size_t body_len;
+} kube_response_t;
+
+typedef struct kube_client_cbs {
+    /* One line without its end of line (LF or CRLF); empty lines are
+     * skipped. arrived_ns: CLOCK_MONOTONIC when its last byte was read. */
+    void (*on_line)(void *arg, const char *line, size_t len, uint64_t arrived_ns);
+    /* The request is over and its connection closed. Not called after
+     * kube_client_cancel(). resp is valid during the call only. */
+    void (*on_done)(void *arg, const kube_response_t *resp);
+} kube_client_cbs_t;
+
+/* tls_ctx: NULL for plain HTTP; otherwise borrowed, and each connection
+ * verifies ep->host unless insecure. NULL when out of memory. */
+kube_client_t *kube_client_new(struct event_base *base, const kube_endpoint_t *ep,
+                               SSL_CTX *tls_ctx, bool insecure, const kube_client_cbs_t *cbs,
+                               void *arg);
+void kube_client_free(kube_client_t *c);
+
+/* Starts GET target, with "Authorization: Bearer token" unless token is
+ * NULL. The host name is resolved here, blocking: the client runs on the
+ * verdict thread, never on the data path. 0, or -1 with err (nothing to
+ * wait for then). */
+int kube_client_request(kube_client_t *c, const char *target, const char *token,
+                        kube_body_mode_t mode, uint64_t idle_timeout_ms, char *err,
+                        size_t errlen);
+/* Drops the request in flight, if any, silently. */
+void kube_client_cancel(kube_client_t *c);
+
+#endif

@@ -1,0 +1,76 @@
+/* source: where the MachineConfiguration comes from. A source lives on the
+ * verdict thread's event_base and reports its view of the object whenever
+ * that view changes or the source starts or stops failing. Implementations
+ * (file here; Kubernetes list+watch) embed source_t first and fill in
+ * source_ops_t; users only call the functions below. */
+#ifndef SKEWGATE_SOURCE_H
+#define SKEWGATE_SOURCE_H
+
+#include <stdint.h>
+#include <jansson.h>
+
+#include "conf/config.h"
+#include "verdict/verdict.h"
+
+struct event_base;
+typedef struct source source_t;
+
+/* state and object:
+ *   SOURCE_PRESENT  the object as it is now
+ *   SOURCE_ABSENT   NULL: the object does not exist
+ *   SOURCE_FAILING  the last good object, or NULL if the last good view was
+ *                   ABSENT or there was none; the source cannot confirm it
+ * object is borrowed: valid during the call only; json_incref to keep it.
+ * Always called from the event loop or from source_start. */
+typedef void (*source_update_fn)(source_state_t state, json_t *object, void *arg);
+
+typedef struct source_ops {
+    const char *kind;               /* "file", "kubernetes" */
+    int (*start)(source_t *src);    /* 0 or -1 */
+    void (*destroy)(source_t *src); /* frees everything, src included */
+} source_ops_t;
+
+struct source {
+    const source_ops_t *ops;
+    struct event_base *base;
+    source_update_fn update;
+    void *arg;
+    double last_sync;   /* wall-clock seconds of the last confirmed view; 0 = never */
+    uint64_t reconnects;    /* retries after an error (the Kubernetes source) */
+};
+
+/* Starts watching; may report the first view before it returns. 0 or -1. */
+int source_start(source_t *src);
+void source_free(source_t *src);
+const char *source_kind(const source_t *src);
+/* When the source last confirmed its view (Unix seconds, 0 = never): for
+ * staleness and skewgate_source_last_sync_timestamp_seconds. */
+double source_last_sync(const source_t *src);
+/* For skewgate_source_reconnects_total. */
+uint64_t source_reconnects(const source_t *src);
+
+/* For implementations. */
+void source_init(source_t *src, const source_ops_t *ops, struct event_base *base,
+                 source_update_fn update, void *arg);
+/* The current view was confirmed just now, unchanged. */
+void source_synced(source_t *src);
+/* Reports a view; PRESENT and ABSENT count as a sync. */
+void source_report(source_t *src, source_state_t state, json_t *object);
+
+/* The file source: the object as YAML or JSON in cfg->path (mcobj_load),
+ * re-read within a second of a change (inotify on the parent directory, so
+ * rename-replace counts) and polled every cfg->poll_interval_ms as a safety
+ * net. A broken file keeps the last good object (FAILING); a missing one is
+ * ABSENT. cfg is copied. NULL when out of memory. */
+source_t *source_file_new(struct event_base *base, const config_source_file_t *cfg,
+                          source_update_fn update, void *arg);
+
+/* The Kubernetes source: list+watch of the MachineConfiguration cfg->name
+ * on the API server (in-cluster when cfg->server is ""), reconnecting with
+ * backoff; FAILING while it cannot confirm its view. cfg is copied;
+ * configuration errors (no in-cluster environment, an unreadable CA file)
+ * are logged and fail source_start. NULL when out of memory. */
+source_t *source_kube_new(struct event_base *base, const config_source_kube_t *cfg,
+                          source_update_fn update, void *arg);
+
+#endif

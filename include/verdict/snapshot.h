@@ -1,0 +1,71 @@
+/* snapshot: what the data path reads on every request. The verdict thread
+ * builds one per verdict and publishes it to the workers; it never changes
+ * afterwards, so readers need no lock. Every reject response is rendered
+ * here, once, as the exact bytes to write (DESIGN 1.7, 2). */
+#ifndef SKEWGATE_SNAPSHOT_H
+#define SKEWGATE_SNAPSHOT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "conf/config.h"
+#include "verdict/verdict.h"
+
+/* How the response ends the exchange; the proxy picks it from the request. */
+typedef enum {
+    GATE_CONN_KEEP_ALIVE,     /* HTTP/1.1 persistent: no Connection header */
+    GATE_CONN_CLOSE,          /* "Connection: close" */
+    GATE_CONN_KEEP_ALIVE_10,  /* HTTP/1.0 persistent: "Connection: keep-alive" */
+    GATE_CONN__COUNT
+} gate_conn_variant_t;
+
+/* The Ignition spec an explain response is written in. */
+typedef enum {
+    IGNITION_SPEC_2_2,
+    IGNITION_SPEC_3_0,
+    IGNITION_SPEC_3_1,
+    IGNITION_SPEC_3_2,
+    IGNITION_SPEC_3_3,
+    IGNITION_SPEC_3_4,
+    IGNITION_SPEC_UNSUPPORTED,  /* the MCS answers 400 with an empty body */
+    IGNITION_SPEC__COUNT
+} ignition_spec_t;
+
+typedef struct gate_response {
+    const char *data;
+    size_t len;         /* head and body: the answer to GET */
+    size_t head_len;    /* the head alone: the answer to HEAD */
+} gate_response_t;
+
+typedef struct gate_snapshot {
+    atomic_uint refs;
+    bool admit;
+    reject_mode_t mode;
+    verdict_t verdict;
+    /* hold and deny ignore the spec: all their rows point at the same bytes */
+    gate_response_t responses[IGNITION_SPEC__COUNT][GATE_CONN__COUNT];
+    char bytes[];       /* every response, back to back */
+} gate_snapshot_t;
+
+/* Renders the responses of one reject mode for v; one reference, owned by
+ * the caller. NULL only when out of memory. */
+gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode);
+gate_snapshot_t *gate_snapshot_ref(gate_snapshot_t *s);
+/* Frees the snapshot with its last reference; NULL is ignored. */
+void gate_snapshot_unref(gate_snapshot_t *s);
+
+/* The response for a rejected request. spec_index comes from
+ * snapshot_ignition_spec (explain mode) or is 0 (hold, deny). */
+const gate_response_t *gate_snapshot_reject(const gate_snapshot_t *s, int spec_index,
+                                            gate_conn_variant_t variant);
+
+/* Picks the spec as the MCS does from an Accept header value (NULL = no
+ * header): of the Ignition media types with a valid version, the one with
+ * the highest q (the first among equals) that we can answer; the newest spec
+ * we render that is not newer than it, within its major. No Ignition type:
+ * IGNITION_SPEC_2_2. Only unsupported Ignition versions:
+ * IGNITION_SPEC_UNSUPPORTED. Returns an ignition_spec_t. */
+int snapshot_ignition_spec(const char *accept, size_t len);
+
+#endif

@@ -1,0 +1,138 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "admin/client.h"
+
+#define ADMIN_CLIENT_TIMEOUT_S 5
+#define ADMIN_CLIENT_MAX_ANSWER (4u << 20)
+
+int admin_client_addr(const char *admin_addr, const char *config_path, config_addr_t *out, char *err,
+                      size_t errlen)
+{
+    if (admin_addr) {
+        if (config_parse_addr(admin_addr, out) < 0) {
+            snprintf(err, errlen, "--admin %s: expected IP:PORT, e.g. 127.0.0.1:22625", admin_addr);
+            return -1;
+        }
+        return 0;
+    }
+    if (!config_path)
+        return config_parse_addr(ADMIN_CLIENT_DEFAULT_ADDR, out);
+    config_t *cfg = config_load(config_path, err, errlen);
+    if (!cfg)
+        return -1;
+    int rc = 0;
+    if (cfg->admin.enabled) {
+        *out = cfg->admin.addr;
+    } else {
+        snprintf(err, errlen, "%s: admin.enabled is false: the gate has no admin listener", config_path);
+        rc = -1;
+    }
+    config_free(cfg);
+    return rc;
+}
+
+static int admin_client_send(int fd, const char *data, size_t len)
+{
+    while (len) {
+        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads until the gate closes (the request said Connection: close). */
+static char *admin_client_read_all(int fd, size_t *len)
+{
+    size_t cap = 4096, at = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (cap - at < 2) {
+            char *bigger = cap < ADMIN_CLIENT_MAX_ANSWER ? realloc(buf, cap * 2) : NULL;
+            if (!bigger)
+                break;
+            buf = bigger;
+            cap *= 2;
+        }
+        ssize_t n = recv(fd, buf + at, cap - at - 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        if (n == 0) {
+            buf[at] = '\0';
+            *len = at;
+            return buf;
+        }
+        at += (size_t)n;
+    }
+    free(buf);
+    return NULL;
+}
+
+static int admin_client_exchange(int fd, const config_addr_t *addr, const char *method, const char *path,
+                                 const char *form, char **body, char *err, size_t errlen)
+{
+    char head[512];
+    size_t form_len = form ? strlen(form) : 0;
+    int n = snprintf(head, sizeof head,
+                     "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
+                     "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %zu\r\n\r\n",
+                     method, path, addr->text, form_len);
+    if (n < 0 || (size_t)n >= sizeof head) {
+        snprintf(err, errlen, "request too long");
+        return -1;
+    }
+    if (admin_client_send(fd, head, (size_t)n) < 0 || admin_client_send(fd, form ? form : "", form_len) < 0) {
+        snprintf(err, errlen, "%s: send: %s", addr->text, strerror(errno));
+        return -1;
+    }
+    size_t len;
+    errno = 0;
+    char *answer = admin_client_read_all(fd, &len);
+    if (!answer) {
+        snprintf(err, errlen, "%s: no answer: %s", addr->text, errno ? strerror(errno) : "too large");
+        return -1;
+    }
+    int status;
+    char *start = strstr(answer, "\r\n\r\n");
+    if (sscanf(answer, "HTTP/1.%*1[01] %3d", &status) != 1 || !start) {
+        snprintf(err, errlen, "%s: not an HTTP answer", addr->text);
+        free(answer);
+        return -1;
+    }
+    start += 4;
+    memmove(answer, start, len - (size_t)(start - answer) + 1);
+    *body = answer;
+    return status;
+}
+
+int admin_client_request(const config_addr_t *addr, const char *method, const char *path, const char *form,
+                         char **body, char *err, size_t errlen)
+{
+    int fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    struct timeval tv = {.tv_sec = ADMIN_CLIENT_TIMEOUT_S};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int status = -1;
+    if (connect(fd, (const struct sockaddr *)&addr->ss, addr->len) < 0)
+        snprintf(err, errlen, "cannot reach the gate's admin listener at %s: %s", addr->text, strerror(errno));
+    else
+        status = admin_client_exchange(fd, addr, method, path, form, body, err, errlen);
+    close(fd);
+    return status;
+}

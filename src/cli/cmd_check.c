@@ -1,0 +1,141 @@
+/* skewgate check: validates a configuration the way `run` would load it,
+ * without binding or connecting, in the habit of `nginx -t`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmd.h"
+#include "conf/config.h"
+#include "source/kube/token.h"
+#include "tls/tls.h"
+
+typedef struct check_run {
+    const char *path;
+    bool files;                 /* --files: also load what the config names */
+    config_t *cfg;
+    char err[CONFIG_ERR_LEN];   /* "FILE[:LINE:COL]: problem" of the failed stage */
+} check_run_t;
+
+typedef int (*check_stage_fn)(check_run_t *run);
+
+static int stage_load_config(check_run_t *run)
+{
+    run->cfg = config_load(run->path, run->err, sizeof run->err);
+    return run->cfg ? 0 : -1;
+}
+
+/* --files: the certificates, keys and CA files load as `run` would load
+ * them, so a broken certificate is found before a restart or reload. */
+static int stage_tls_files(check_run_t *run)
+{
+    if (!run->files)
+        return 0;
+    for (size_t i = 0; i < run->cfg->n_listeners; i++)
+        if (tls_check_listener(&run->cfg->listeners[i].tls, run->err, sizeof run->err) < 0)
+            return -1;
+    return tls_check_upstream(&run->cfg->upstream, run->err, sizeof run->err);
+}
+
+/* --files with the Kubernetes source: its CA file (unless the server is
+ * plain http://) and its token file load as `run` would load them. */
+static int stage_kube_files(check_run_t *run)
+{
+    const config_enforcement_t *e = &run->cfg->enforcement;
+    if (!run->files || e->source != SOURCE_KIND_KUBERNETES)
+        return 0;
+    const config_source_kube_t *k = &e->kubernetes;
+    if (strncmp(k->server, "http://", 7) != 0) {
+        SSL_CTX *ctx = tls_api_ctx_new(k->ca_file, k->insecure_skip_tls_verify, run->err,
+                                       sizeof run->err);
+        if (!ctx)
+            return -1;
+        SSL_CTX_free(ctx);
+    }
+    kube_token_t token;
+    if (kube_token_init(&token, k->token_file) < 0) {
+        snprintf(run->err, sizeof run->err, "out of memory");
+        return -1;
+    }
+    char err[256];
+    int rc = kube_token_refresh(&token, err, sizeof err);
+    kube_token_free(&token);
+    if (rc < 0) {
+        snprintf(run->err, sizeof run->err, "enforcement.kubernetes: %s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Run in order while they pass. Stages after loading see run->cfg and vouch
+ * for what the file's text cannot show: modules that open files or build
+ * contexts at start-up (certificates that load, say) add theirs here. */
+static const check_stage_fn check_stages[] = {
+    stage_load_config,
+    stage_tls_files,
+    stage_kube_files,
+};
+
+static void check_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: skewgate check [--files] -c FILE\n"
+            "\n"
+            "Loads and validates a configuration file as 'skewgate run' would, and\n"
+            "prints 'FILE: ok' (exit 0) or the first problem as FILE:LINE:COL (exit 2).\n"
+            "\n"
+            "options:\n"
+            "  -c, --config FILE   the configuration file\n"
+            "  -f, --files         also load the TLS certificates, keys and CA files it\n"
+            "                      names, as 'run' does at start-up and on SIGHUP\n"
+            "  -h, --help          this help\n");
+}
+
+/* Fills *path from -c FILE / --config FILE / --config=FILE. 0, 1 for help, or -1. */
+static int check_args(int argc, char **argv, const char **path, bool *files)
+{
+    *path = NULL;
+    *files = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help"))
+            return 1;
+        if (!strcmp(arg, "-f") || !strcmp(arg, "--files")) {
+            *files = true;
+            continue;
+        }
+        if ((!strcmp(arg, "-c") || !strcmp(arg, "--config")) && i + 1 < argc)
+            *path = argv[++i];
+        else if (!strncmp(arg, "--config=", 9) && arg[9])
+            *path = arg + 9;
+        else {
+            fprintf(stderr, "skewgate check: unexpected argument '%s'\n", arg);
+            return -1;
+        }
+    }
+    if (!*path) {
+        fprintf(stderr, "skewgate check: -c FILE is required\n");
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_check(int argc, char **argv)
+{
+    const char *path;
+    bool files;
+    int args = check_args(argc, argv, &path, &files);
+    if (args != 0) {
+        check_usage(args > 0 ? stdout : stderr);
+        return args > 0 ? 0 : 2;
+    }
+    check_run_t run = {.path = path, .files = files};
+    int ok = 1;
+    for (size_t i = 0; ok && i < sizeof check_stages / sizeof check_stages[0]; i++)
+        ok = check_stages[i](&run) == 0;
+    config_free(run.cfg);
+    if (!ok) {
+        fprintf(stderr, "%s\n", run.err);
+        return 2;
+    }
+    printf("%s: ok\n", path);
+    return 0;
+}

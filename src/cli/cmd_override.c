@@ -1,0 +1,95 @@
+/* skewgate override: sets or clears a running gate's local override
+ * (POST /override on its admin listener). Local to that gate: the
+ * cluster-wide override is the object's skewgate.openshift.io/override
+ * annotation. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/client.h"
+#include "cli/cmd.h"
+
+static void override_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: skewgate override admit|reject|clear [--for DURATION] [-c FILE | --admin ADDR]\n"
+            "\n"
+            "Overrides the verdict of one running gate (admit or reject every gated\n"
+            "request, whatever the MachineConfiguration says), or clears the override.\n"
+            "It is local to that gate and lost on restart; for all replicas at once use\n"
+            "the annotation skewgate.openshift.io/override on the MachineConfiguration.\n"
+            "  --for DURATION      lapse by itself after DURATION (30s, 10m, 1h); default never\n"
+            "  -c, --config FILE   the gate's configuration: its admin.address\n"
+            "      --admin ADDR    the admin listener (default " ADMIN_CLIENT_DEFAULT_ADDR ")\n"
+            "\n"
+            "Prints the resulting verdict. Exit status: 0 done, 1 the gate cannot be asked,\n"
+            "2 bad usage.\n");
+}
+
+int cmd_override(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"admin", required_argument, NULL, 'a'},
+        {"for", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config_path = NULL, *admin = NULL, *duration = NULL;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'c':
+            config_path = optarg;
+            break;
+        case 'a':
+            admin = optarg;
+            break;
+        case 'f':
+            duration = optarg;
+            break;
+        case 'h':
+            override_usage(stdout);
+            return 0;
+        default:
+            override_usage(stderr);
+            return 2;
+        }
+    }
+    const char *action = optind + 1 == argc ? argv[optind] : NULL;
+    uint64_t ms;
+    if (!action || (config_path && admin) ||
+        (strcmp(action, "admit") && strcmp(action, "reject") && strcmp(action, "clear"))) {
+        override_usage(stderr);
+        return 2;
+    }
+    if (duration && (!strcmp(action, "clear") || config_parse_duration(duration, &ms) < 0 || ms == 0)) {
+        fprintf(stderr, "skewgate override: --for takes a duration (30s, 10m, 1h) and goes with admit or reject\n");
+        return 2;
+    }
+    char err[CONFIG_ERR_LEN];
+    config_addr_t addr;
+    if (admin_client_addr(admin, config_path, &addr, err, sizeof err) < 0) {
+        fprintf(stderr, "skewgate override: %s\n", err);
+        return 2;
+    }
+    char form[128];
+    snprintf(form, sizeof form, "action=%s%s%s", action, duration ? "&for=" : "", duration ? duration : "");
+    char *body = NULL;
+    int status = admin_client_request(&addr, "POST", "/override", form, &body, err, sizeof err);
+    if (status < 0) {
+        fprintf(stderr, "skewgate override: %s\n", err);
+        return 1;
+    }
+    int rc = 0;
+    if (status == 200) {
+        fputs(body, stdout);
+    } else {
+        fprintf(stderr, "skewgate override: %s answered %d: %s", addr.text, status, body);
+        rc = status == 400 ? 2 : 1;
+    }
+    free(body);
+    return rc;
+}

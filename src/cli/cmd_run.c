@@ -1,0 +1,318 @@
+/* skewgate run: the gate itself. The main thread runs the verdict source
+ * and controller and handles signals; N worker threads serve traffic. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <event2/event.h>
+
+#include "admin/listener.h"
+#include "cli/cmd.h"
+#include "conf/config.h"
+#include "core/log.h"
+#include "verdict/snapshot.h"
+#include "source/source.h"
+#include "tls/tls.h"
+#include "source/controller.h"
+#include "proxy/worker.h"
+#include "core/addr.h"
+
+typedef struct gate {
+    config_t *cfg;
+    struct event_base *base;
+    worker_t *workers;
+    unsigned n_workers;
+    SSL_CTX *listener_tls[CONFIG_MAX_LISTENERS];
+    SSL_CTX *upstream_tls;
+    int *listen_fds;            /* n_workers x n_listeners */
+    source_t *source;           /* until verdict_ctl_start takes it */
+    verdict_ctl_t *ctl;
+    admin_t *admin;
+    struct event *sig_term, *sig_int, *sig_hup;
+} gate_t;
+
+static void run_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: skewgate run -c FILE\n"
+            "\n"
+            "Starts the gate: listeners, upstream pool, verdict source, workers.\n"
+            "  -c, --config FILE   configuration (see conf/skewgate.yaml)\n"
+            "\n"
+            "Signals: SIGHUP reloads the TLS certificates without dropping connections;\n"
+            "SIGTERM or SIGINT stop accepting and drain in-flight responses up to\n"
+            "limits.drain_timeout.\n");
+}
+
+static void gate_publish(gate_snapshot_t *snap, void *arg)
+{
+    gate_t *g = arg;
+    for (unsigned i = 0; i < g->n_workers; i++)
+        worker_publish_snapshot(&g->workers[i], gate_snapshot_ref(snap));
+    gate_snapshot_unref(snap);
+}
+
+static void gate_on_stop(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    gate_t *g = arg;
+    log_msg(LOG_INFO, "stopping", "signal %d: draining for up to %llu ms", (int)sig,
+            (unsigned long long)g->cfg->limits.drain_timeout_ms);
+    for (unsigned i = 0; i < g->n_workers; i++)
+        worker_stop(&g->workers[i]);
+    event_base_loopexit(g->base, NULL);
+}
+
+static void gate_on_reload(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    gate_t *g = arg;
+    char err[512];
+    for (size_t l = 0; l < g->cfg->n_listeners; l++) {
+        if (!g->cfg->listeners[l].tls.enabled)
+            continue;
+        SSL_CTX *ctx = tls_server_ctx_new(&g->cfg->listeners[l].tls, err, sizeof err);
+        if (!ctx) {
+            log_msg(LOG_ERROR, "reload", "keeping the current certificate of %s: %s",
+                    g->cfg->listeners[l].addr.text, err);
+            continue;
+        }
+        for (unsigned i = 0; i < g->n_workers; i++) {
+            SSL_CTX_up_ref(ctx);
+            worker_publish_tls(&g->workers[i], l, ctx);
+        }
+        SSL_CTX_free(ctx);
+        log_msg(LOG_INFO, "reload", "certificate of %s reloaded", g->cfg->listeners[l].addr.text);
+    }
+}
+
+static void gate_log_listening(const config_listener_t *lc, const struct sockaddr_storage *ss)
+{
+    char host[ADDR_IP_TEXT_LEN];
+    addr_ip_text(ss, host, sizeof host);
+    unsigned port = addr_port(ss);
+    json_t *f = json_pack("{s:s, s:i, s:b}", "host", host, "port", (int)port, "tls", lc->tls.enabled);
+    log_json(LOG_INFO, "listening", f);
+}
+
+/* Every listener gets one SO_REUSEPORT socket per worker, so the kernel
+ * spreads connections and no thread hands one to another. */
+static int gate_open_listeners(gate_t *g, char *err, size_t errlen)
+{
+    size_t nl = g->cfg->n_listeners;
+    g->listen_fds = malloc(sizeof *g->listen_fds * nl * g->n_workers);
+    if (!g->listen_fds)
+        return -1;
+    for (size_t i = 0; i < nl * g->n_workers; i++)
+        g->listen_fds[i] = -1;
+    for (size_t l = 0; l < nl; l++) {
+        config_listener_t *lc = &g->cfg->listeners[l];
+        struct sockaddr_storage ss = lc->addr.ss;
+        for (unsigned w = 0; w < g->n_workers; w++) {
+            char why[256];
+            int fd = worker_listen_socket(&ss, lc->addr.len, why, sizeof why);
+            if (fd < 0) {
+                snprintf(err, errlen, "listener %s: %s", lc->addr.text, why);
+                return -1;
+            }
+            g->listen_fds[w * nl + l] = fd;
+        }
+        gate_log_listening(lc, &ss);
+    }
+    return 0;
+}
+
+static int gate_tls(gate_t *g, char *err, size_t errlen)
+{
+    for (size_t l = 0; l < g->cfg->n_listeners; l++) {
+        if (!g->cfg->listeners[l].tls.enabled)
+            continue;
+        g->listener_tls[l] = tls_server_ctx_new(&g->cfg->listeners[l].tls, err, errlen);
+        if (!g->listener_tls[l])
+            return -1;
+    }
+    if (g->cfg->upstream.tls) {
+        if (g->cfg->upstream.insecure_skip_verify)
+            log_msg(LOG_WARN, "upstream_tls",
+                    "upstream.insecure_skip_verify is set: the MCS certificate is NOT verified");
+        g->upstream_tls = tls_client_ctx_new(&g->cfg->upstream, err, errlen);
+        if (!g->upstream_tls)
+            return -1;
+    }
+    return 0;
+}
+
+static int gate_source(gate_t *g, char *err, size_t errlen)
+{
+    const config_enforcement_t *e = &g->cfg->enforcement;
+    g->ctl = verdict_ctl_new(g->base, e, g->cfg->gate.reject_mode, gate_publish, g);
+    if (g->ctl && e->source == SOURCE_KIND_KUBERNETES)
+        g->source = source_kube_new(g->base, &e->kubernetes, verdict_ctl_on_source, g->ctl);
+    else if (g->ctl)
+        g->source = source_file_new(g->base, &e->file, verdict_ctl_on_source, g->ctl);
+    if (!g->ctl || !g->source) {
+        snprintf(err, errlen, "verdict source: out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The admin listener shares the verdict thread's loop: what it reports
+ * (verdict, source) lives there; the workers' counters are safe to read. */
+static int gate_admin(gate_t *g, char *err, size_t errlen)
+{
+    const metrics_worker_t **counters = malloc(g->n_workers * sizeof *counters);
+    if (!counters) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (unsigned i = 0; i < g->n_workers; i++)
+        counters[i] = &g->workers[i].metrics;
+    g->admin = admin_start(g->base, &g->cfg->admin, g->ctl, counters, g->n_workers, err, errlen);
+    free(counters);
+    return g->admin ? 0 : -1;
+}
+
+static void gate_free(gate_t *g)
+{
+    admin_free(g->admin);
+    if (g->workers) {
+        for (unsigned i = 0; i < g->n_workers; i++)
+            worker_destroy(&g->workers[i]);
+        free(g->workers);
+    }
+    if (g->ctl)
+        verdict_ctl_free(g->ctl);
+    if (g->source)
+        source_free(g->source);
+    if (g->listen_fds) {
+        for (size_t i = 0; i < g->cfg->n_listeners * g->n_workers; i++)
+            if (g->listen_fds[i] >= 0 && !g->workers)
+                close(g->listen_fds[i]);
+        free(g->listen_fds);
+    }
+    for (size_t l = 0; l < CONFIG_MAX_LISTENERS; l++)
+        SSL_CTX_free(g->listener_tls[l]);
+    SSL_CTX_free(g->upstream_tls);
+    if (g->sig_term)
+        event_free(g->sig_term);
+    if (g->sig_int)
+        event_free(g->sig_int);
+    if (g->sig_hup)
+        event_free(g->sig_hup);
+    if (g->base)
+        event_base_free(g->base);
+    config_free(g->cfg);
+}
+
+static int gate_run(gate_t *g)
+{
+    char err[CONFIG_ERR_LEN];
+    g->base = event_base_new();
+    if (!g->base || gate_tls(g, err, sizeof err) < 0 || gate_open_listeners(g, err, sizeof err) < 0)
+        goto fail;
+    g->workers = calloc(g->n_workers, sizeof *g->workers);
+    if (!g->workers) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail;
+    }
+    for (unsigned i = 0; i < g->n_workers; i++)
+        if (worker_init(&g->workers[i], i, g->cfg, g->listen_fds + (size_t)i * g->cfg->n_listeners,
+                        g->listener_tls, g->upstream_tls, err, sizeof err) < 0)
+            goto fail;
+    /* The controller publishes its first verdict as soon as it exists. */
+    if (gate_source(g, err, sizeof err) < 0)
+        goto fail;
+    /* The first verdict (at worst the when_unknown one) is in place before
+     * any worker accepts a connection. */
+    source_t *source = g->source;
+    g->source = NULL;
+    if (verdict_ctl_start(g->ctl, source) < 0) {
+        snprintf(err, sizeof err, "verdict source failed to start");
+        goto fail;
+    }
+    for (unsigned i = 0; i < g->n_workers; i++) {
+        worker_t *w = &g->workers[i];
+        w->snapshot = atomic_exchange(&w->next_snapshot, NULL);
+        if (!w->snapshot) {
+            snprintf(err, sizeof err, "no initial verdict");
+            goto fail;
+        }
+    }
+    g->sig_term = evsignal_new(g->base, SIGTERM, gate_on_stop, g);
+    g->sig_int = evsignal_new(g->base, SIGINT, gate_on_stop, g);
+    g->sig_hup = evsignal_new(g->base, SIGHUP, gate_on_reload, g);
+    evsignal_add(g->sig_term, NULL);
+    evsignal_add(g->sig_int, NULL);
+    evsignal_add(g->sig_hup, NULL);
+    /* Bound before the workers start, so that a taken port fails cleanly. */
+    if (g->cfg->admin.enabled && gate_admin(g, err, sizeof err) < 0)
+        goto fail;
+    for (unsigned i = 0; i < g->n_workers; i++)
+        if (worker_start(&g->workers[i]) < 0) {
+            snprintf(err, sizeof err, "cannot start worker thread %u", i);
+            goto fail;
+        }
+    log_msg(LOG_INFO, "started", "%u workers, upstream %s", g->n_workers, g->cfg->upstream.addr.text);
+    event_base_dispatch(g->base);
+    for (unsigned i = 0; i < g->n_workers; i++)
+        worker_join(&g->workers[i]);
+    log_msg(LOG_INFO, "stopped", "all workers drained");
+    gate_free(g);
+    return 0;
+fail:
+    log_msg(LOG_ERROR, "start", "%s", err);
+    fprintf(stderr, "skewgate run: %s\n", err);
+    gate_free(g);
+    return 1;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *path = NULL;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'c':
+            path = optarg;
+            break;
+        case 'h':
+            run_usage(stdout);
+            return 0;
+        default:
+            run_usage(stderr);
+            return 2;
+        }
+    }
+    if (!path || optind != argc) {
+        run_usage(stderr);
+        return 2;
+    }
+    char err[CONFIG_ERR_LEN];
+    gate_t g = {0};
+    g.cfg = config_load(path, err, sizeof err);
+    if (!g.cfg) {
+        fprintf(stderr, "skewgate run: %s\n", err);
+        return 2;
+    }
+    log_set_level(g.cfg->log.level);
+    signal(SIGPIPE, SIG_IGN);
+    if (g.cfg->workers) {
+        g.n_workers = g.cfg->workers;
+    } else {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        g.n_workers = n > 0 ? (unsigned)n : 1;
+    }
+    g.cfg->workers = g.n_workers;
+    return gate_run(&g);
+}

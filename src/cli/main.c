@@ -1,0 +1,53 @@
+/* skewgate: a scale gate for the Machine Config Server. main only picks the
+ * subcommand; each lives in its own cmd_*.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmd.h"
+
+struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct subcommand subcommands[] = {
+    {"run", cmd_run, "run the gate"},
+    {"check", cmd_check, "validate a configuration file"},
+    {"verdict", cmd_verdict, "evaluate a MachineConfiguration and print the verdict"},
+    {"status", cmd_status, "ask a running gate for its verdict"},
+    {"override", cmd_override, "set or clear a running gate's local override"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: skewgate SUBCOMMAND [OPTIONS]\n"
+            "\n"
+            "skewgate is a scale gate for OpenShift's Machine Config Server: it admits or\n"
+            "rejects the Ignition config fetches of new nodes by the cluster's boot image\n"
+            "skew verdict.\n"
+            "\n"
+            "subcommands:\n");
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+    fprintf(out, "\n'skewgate SUBCOMMAND --help' describes each.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        if (!strcmp(argv[1], subcommands[i].name))
+            return subcommands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "skewgate: unknown subcommand '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,345 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "core/ydoc.h"
+
+/* Bounds against hostile input: nesting depth, and the number of nodes an
+ * alias-heavy document may expand to when converted ("billion laughs"). */
+#define YDOC_MAX_DEPTH 64
+#define YDOC_MAX_EXPANDED_NODES 1000000
+
+struct ydoc {
+    yaml_document_t doc;
+    ynode_t *nodes;             /* parallel to doc.nodes; index i <-> node id i+1 */
+    const ynode_t **item_refs;  /* storage for every sequence's items */
+    ynode_pair_t *pair_refs;    /* storage for every mapping's pairs */
+    const ynode_t *root;
+};
+
+static void ydoc_error(char *err, size_t errlen, int line, int col, const char *problem)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%d:%d: %s", line, col, problem);
+}
+
+static void ydoc_parser_error(const yaml_parser_t *p, char *err, size_t errlen)
+{
+    const yaml_mark_t *m = &p->problem_mark;
+    char what[256];
+    if (p->context)
+        snprintf(what, sizeof what, "%s %s", p->problem ? p->problem : "invalid YAML", p->context);
+    else
+        snprintf(what, sizeof what, "%s", p->problem ? p->problem : "invalid YAML");
+    ydoc_error(err, errlen, (int)m->line + 1, (int)m->column + 1, what);
+}
+
+static bool ydoc_scalar_eq(const ynode_t *a, const ynode_t *b)
+{
+    return a->kind == YNODE_SCALAR && b->kind == YNODE_SCALAR && a->len == b->len &&
+           memcmp(a->value, b->value, a->len) == 0;
+}
+
+/* YAML forbids duplicate keys; libyaml leaves them to the application.
+ * Runs once every node is built, as a key may come later in the array. */
+static int ydoc_check_duplicate_keys(const ydoc_t *d, size_t count, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < count; i++) {
+        const ynode_t *n = &d->nodes[i];
+        if (n->kind != YNODE_MAP)
+            continue;
+        for (size_t j = 1; j < n->n; j++) {
+            for (size_t k = 0; k < j; k++) {
+                if (ydoc_scalar_eq(n->pairs[k].key, n->pairs[j].key)) {
+                    const ynode_t *key = n->pairs[j].key;
+                    char what[160];
+                    snprintf(what, sizeof what, "duplicate key \"%.100s\"", key->value);
+                    ydoc_error(err, errlen, key->line, key->col, what);
+                    return -1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* Mirrors libyaml's node arrays into ynodes; ids index doc.nodes from 1. */
+static int ydoc_build(ydoc_t *d, char *err, size_t errlen)
+{
+    size_t count = (size_t)(d->doc.nodes.top - d->doc.nodes.start);
+    size_t n_items = 0, n_pairs = 0;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *yn = d->doc.nodes.start + i;
+        if (yn->type == YAML_SEQUENCE_NODE)
+            n_items += (size_t)(yn->data.sequence.items.top - yn->data.sequence.items.start);
+        else if (yn->type == YAML_MAPPING_NODE)
+            n_pairs += (size_t)(yn->data.mapping.pairs.top - yn->data.mapping.pairs.start);
+    }
+    d->nodes = calloc(count ? count : 1, sizeof *d->nodes);
+    d->item_refs = calloc(n_items ? n_items : 1, sizeof *d->item_refs);
+    d->pair_refs = calloc(n_pairs ? n_pairs : 1, sizeof *d->pair_refs);
+    if (!d->nodes || !d->item_refs || !d->pair_refs) {
+        ydoc_error(err, errlen, 1, 1, "out of memory");
+        return -1;
+    }
+    const ynode_t **item = d->item_refs;
+    ynode_pair_t *pair = d->pair_refs;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *yn = d->doc.nodes.start + i;
+        ynode_t *n = &d->nodes[i];
+        n->line = (int)yn->start_mark.line + 1;
+        n->col = (int)yn->start_mark.column + 1;
+        switch (yn->type) {
+        case YAML_SCALAR_NODE:
+            n->kind = YNODE_SCALAR;
+            n->value = (const char *)yn->data.scalar.value;
+            n->len = yn->data.scalar.length;
+            n->plain = yn->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+            break;
+        case YAML_SEQUENCE_NODE:
+            n->kind = YNODE_SEQ;
+            n->items = item;
+            for (yaml_node_item_t *it = yn->data.sequence.items.start; it < yn->data.sequence.items.top; it++)
+                item[n->n++] = &d->nodes[*it - 1];
+            item += n->n;
+            break;
+        case YAML_MAPPING_NODE:
+            n->kind = YNODE_MAP;
+            n->pairs = pair;
+            for (yaml_node_pair_t *p = yn->data.mapping.pairs.start; p < yn->data.mapping.pairs.top; p++) {
+                pair[n->n].key = &d->nodes[p->key - 1];
+                pair[n->n].value = &d->nodes[p->value - 1];
+                n->n++;
+            }
+            pair += n->n;
+            break;
+        default:
+            ydoc_error(err, errlen, n->line, n->col, "unsupported YAML node");
+            return -1;
+        }
+    }
+    return ydoc_check_duplicate_keys(d, count, err, errlen);
+}
+
+ydoc_t *ydoc_parse(const char *buf, size_t len, char *err, size_t errlen)
+{
+    ydoc_t *d = calloc(1, sizeof *d);
+    if (!d) {
+        ydoc_error(err, errlen, 1, 1, "out of memory");
+        return NULL;
+    }
+    yaml_parser_t parser;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+    if (!yaml_parser_load(&parser, &d->doc)) {
+        ydoc_parser_error(&parser, err, errlen);
+        yaml_parser_delete(&parser);
+        free(d);
+        return NULL;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&d->doc);
+    if (!root) {
+        ydoc_error(err, errlen, 1, 1, "empty document");
+        goto fail;
+    }
+    yaml_document_t extra;
+    if (!yaml_parser_load(&parser, &extra)) {
+        ydoc_parser_error(&parser, err, errlen);
+        goto fail;
+    }
+    bool more = yaml_document_get_root_node(&extra) != NULL;
+    int more_line = more ? (int)extra.start_mark.line + 1 : 0;
+    yaml_document_delete(&extra);
+    if (more) {
+        ydoc_error(err, errlen, more_line, 1, "more than one YAML document; expected exactly one");
+        goto fail;
+    }
+    yaml_parser_delete(&parser);
+    if (ydoc_build(d, err, errlen) < 0) {
+        ydoc_free(d);
+        return NULL;
+    }
+    d->root = &d->nodes[root - d->doc.nodes.start];
+    return d;
+fail:
+    yaml_parser_delete(&parser);
+    yaml_document_delete(&d->doc);
+    free(d);
+    return NULL;
+}
+
+const ynode_t *ydoc_root(const ydoc_t *doc) { return doc->root; }
+
+void ydoc_free(ydoc_t *doc)
+{
+    if (!doc)
+        return;
+    yaml_document_delete(&doc->doc);
+    free(doc->nodes);
+    free(doc->item_refs);
+    free(doc->pair_refs);
+    free(doc);
+}
+
+const ynode_t *ynode_get(const ynode_t *map, const char *key)
+{
+    if (!map || map->kind != YNODE_MAP)
+        return NULL;
+    size_t klen = strlen(key);
+    for (size_t i = 0; i < map->n; i++) {
+        const ynode_t *k = map->pairs[i].key;
+        if (k->kind == YNODE_SCALAR && k->len == klen && memcmp(k->value, key, klen) == 0)
+            return map->pairs[i].value;
+    }
+    return NULL;
+}
+
+static bool ydoc_is_one_of(const char *s, const char *const *words)
+{
+    for (; *words; words++)
+        if (!strcmp(s, *words))
+            return true;
+    return false;
+}
+
+static bool ydoc_all_digits(const char *s, int (*isdig)(int))
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!isdig((unsigned char)*s))
+            return false;
+    return true;
+}
+
+static int ydoc_isdec(int c) { return c >= '0' && c <= '9'; }
+static int ydoc_isoct(int c) { return c >= '0' && c <= '7'; }
+static int ydoc_ishex(int c)
+{
+    return ydoc_isdec(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static bool ydoc_is_float(const char *s)
+{
+    const char *p = s;
+    if (*p == '+' || *p == '-')
+        p++;
+    bool digits = false;
+    while (ydoc_isdec(*p)) { p++; digits = true; }
+    if (*p == '.') {
+        p++;
+        while (ydoc_isdec(*p)) { p++; digits = true; }
+    }
+    if (!digits)
+        return false;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (!ydoc_isdec(*p))
+            return false;
+        while (ydoc_isdec(*p))
+            p++;
+    }
+    return *p == '\0';
+}
+
+/* The YAML 1.2 core schema for a plain scalar. */
+static json_t *ydoc_plain_scalar(const ynode_t *n, char *err, size_t errlen)
+{
+    static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
+    static const char *const trues[] = {"true", "True", "TRUE", NULL};
+    static const char *const falses[] = {"false", "False", "FALSE", NULL};
+    const char *s = n->value;
+    if (ydoc_is_one_of(s, nulls))
+        return json_null();
+    if (ydoc_is_one_of(s, trues))
+        return json_true();
+    if (ydoc_is_one_of(s, falses))
+        return json_false();
+    int base = 0;
+    const char *digits = s;
+    if (*s == '+' || *s == '-')
+        digits = s + 1, base = ydoc_all_digits(digits, ydoc_isdec) ? 10 : 0;
+    else if (s[0] == '0' && s[1] == 'o')
+        digits = s + 2, base = ydoc_all_digits(digits, ydoc_isoct) ? 8 : 0;
+    else if (s[0] == '0' && s[1] == 'x')
+        digits = s + 2, base = ydoc_all_digits(digits, ydoc_ishex) ? 16 : 0;
+    else
+        base = ydoc_all_digits(s, ydoc_isdec) ? 10 : 0;
+    if (base) {
+        errno = 0;
+        char *end;
+        long long v = strtoll(base == 10 ? s : digits, &end, base);
+        if (errno == ERANGE) {
+            ydoc_error(err, errlen, n->line, n->col, "integer out of range");
+            return NULL;
+        }
+        return json_integer(v);
+    }
+    if (ydoc_is_float(s))
+        return json_real(strtod(s, NULL));
+    return json_stringn(s, n->len);
+}
+
+static json_t *ydoc_to_json(const ynode_t *n, int depth, size_t *budget, char *err, size_t errlen)
+{
+    if (depth > YDOC_MAX_DEPTH) {
+        ydoc_error(err, errlen, n->line, n->col, "nesting too deep");
+        return NULL;
+    }
+    if ((*budget)-- == 0) {
+        ydoc_error(err, errlen, n->line, n->col, "document too large once aliases are expanded");
+        return NULL;
+    }
+    json_t *out = NULL;
+    switch (n->kind) {
+    case YNODE_SCALAR:
+        out = n->plain ? ydoc_plain_scalar(n, err, errlen) : json_stringn(n->value, n->len);
+        if (!out && err && !*err)
+            ydoc_error(err, errlen, n->line, n->col, "string is not valid UTF-8");
+        return out;
+    case YNODE_SEQ:
+        out = json_array();
+        for (size_t i = 0; i < n->n; i++) {
+            json_t *v = ydoc_to_json(n->items[i], depth + 1, budget, err, errlen);
+            if (!v) {
+                json_decref(out);
+                return NULL;
+            }
+            json_array_append_new(out, v);
+        }
+        return out;
+    case YNODE_MAP:
+        out = json_object();
+        for (size_t i = 0; i < n->n; i++) {
+            const ynode_t *k = n->pairs[i].key;
+            if (k->kind != YNODE_SCALAR) {
+                ydoc_error(err, errlen, k->line, k->col, "mapping key must be a scalar");
+                json_decref(out);
+                return NULL;
+            }
+            json_t *v = ydoc_to_json(n->pairs[i].value, depth + 1, budget, err, errlen);
+            if (!v || json_object_setn_new(out, k->value, k->len, v) < 0) {
+                if (v) {
+                    json_decref(v);
+                    ydoc_error(err, errlen, k->line, k->col, "invalid mapping key");
+                }
+                json_decref(out);
+                return NULL;
+            }
+        }
+        return out;
+    }
+    return NULL;
+}
+
+json_t *ynode_to_json(const ynode_t *node, char *err, size_t errlen)
+{
+    size_t budget = YDOC_MAX_EXPANDED_NODES;
+    if (err && errlen)
+        err[0] = '\0';
+    return ydoc_to_json(node, 0, &budget, err, errlen);
+}

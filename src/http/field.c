@@ -1,0 +1,236 @@
+/* http_field: field lines (RFC 9112 5, RFC 9110 5), shared by requests and
+ * responses, and the small grammars inside field values they act on. */
+#include <string.h>
+#include <strings.h>
+
+#include "internal.h"
+
+http_header_id_t http_header_id(const char *name, size_t len)
+{
+    /* The length picks at most two candidates; one compare settles it. */
+    switch (len) {
+    case 2:
+        if (HTTP_TOKEN_EQ(name, len, "te"))
+            return HTTP_HDR_TE;
+        break;
+    case 4:
+        if (HTTP_TOKEN_EQ(name, len, "host"))
+            return HTTP_HDR_HOST;
+        break;
+    case 6:
+        if (HTTP_TOKEN_EQ(name, len, "accept"))
+            return HTTP_HDR_ACCEPT;
+        if (HTTP_TOKEN_EQ(name, len, "expect"))
+            return HTTP_HDR_EXPECT;
+        break;
+    case 7:
+        if (HTTP_TOKEN_EQ(name, len, "trailer"))
+            return HTTP_HDR_TRAILER;
+        if (HTTP_TOKEN_EQ(name, len, "upgrade"))
+            return HTTP_HDR_UPGRADE;
+        break;
+    case 10:
+        if (HTTP_TOKEN_EQ(name, len, "connection"))
+            return HTTP_HDR_CONNECTION;
+        if (HTTP_TOKEN_EQ(name, len, "user-agent"))
+            return HTTP_HDR_USER_AGENT;
+        if (HTTP_TOKEN_EQ(name, len, "keep-alive"))
+            return HTTP_HDR_KEEP_ALIVE;
+        break;
+    case 14:
+        if (HTTP_TOKEN_EQ(name, len, "content-length"))
+            return HTTP_HDR_CONTENT_LENGTH;
+        break;
+    case 15:
+        if (HTTP_TOKEN_EQ(name, len, "x-forwarded-for"))
+            return HTTP_HDR_X_FORWARDED_FOR;
+        break;
+    case 16:
+        if (HTTP_TOKEN_EQ(name, len, "proxy-connection"))
+            return HTTP_HDR_PROXY_CONNECTION;
+        break;
+    case 17:
+        if (HTTP_TOKEN_EQ(name, len, "transfer-encoding"))
+            return HTTP_HDR_TRANSFER_ENCODING;
+        break;
+    }
+    return HTTP_HDR_OTHER;
+}
+
+bool http_header_is_hop_by_hop(http_header_id_t id)
+{
+    return id >= HTTP_HDR_CONNECTION && id < HTTP_HDR__KNOWN;
+}
+
+const http_header_t *http_headers_get(const http_headers_t *h, http_header_id_t id)
+{
+    if (id >= HTTP_HDR__KNOWN || h->first[id] < 0)
+        return NULL;
+    return &h->list[h->first[id]];
+}
+
+void http_headers_clear(http_headers_t *h)
+{
+    h->count = 0;
+    for (int i = 0; i < HTTP_HDR__KNOWN; i++)
+        h->first[i] = -1;
+}
+
+/* Values are most of a head: skip them eight bytes at a time while no byte
+ * is below 0x20 (CR, HTAB, other CTLs) or 0x7f. Exact: a word is skipped
+ * only if none of its bytes is (the borrow of x - 0x20.. can only flag a
+ * byte above one that really is below 0x20); the byte loop sorts out the
+ * rest. Bytes >= 0x80 (obs-text) are never flagged, as ~x clears them. */
+static uint32_t skip_value_words(const unsigned char *b, uint32_t p, uint32_t end)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    while (end - p >= 8) {
+        uint64_t x;
+        memcpy(&x, b + p, 8);
+        uint64_t ctl = (x - 0x20 * ones) & ~x & highs;
+        uint64_t del = ((x ^ 0x7f * ones) - ones) & ~(x ^ 0x7f * ones) & highs;
+        if (ctl | del)
+            break;
+        p += 8;
+    }
+    return p;
+}
+
+static int field_error(const char **error, const char *why)
+{
+    *error = why;
+    return -400;
+}
+
+int http_fields_parse(const char *buf, uint32_t off, uint32_t end, http_headers_t *h,
+                      const char **error)
+{
+    const unsigned char *b = (const unsigned char *)buf;
+    uint32_t p = off;
+
+    /* The head ends with an empty line, and the scan has checked that every
+     * LF follows a CR: each loop below stops at a CR before end - 2. */
+    while (p < end - 2) {
+        if (b[p] == ' ' || b[p] == '\t')
+            return field_error(error, "obs-fold or whitespace before a field name");
+        uint32_t name = p;
+        while (http_is(b[p], HTTP_C_TOKEN))
+            p++;
+        if (b[p] != ':') {
+            if (b[p] == ' ' || b[p] == '\t')
+                return field_error(error, "whitespace between field name and colon");
+            if (b[p] == '\r')
+                return field_error(error, "field line without a colon");
+            return field_error(error, "invalid character in field name");
+        }
+        if (p == name)
+            return field_error(error, "empty field name");
+        uint32_t name_len = p - name;
+
+        p++;
+        while (b[p] == ' ' || b[p] == '\t')
+            p++;
+        uint32_t value = p;
+        p = skip_value_words(b, p, end);
+        while (http_is(b[p], HTTP_C_VALUE))
+            p++;
+        if (b[p] != '\r')
+            return field_error(error, "control character in field value");
+        if (b[p + 1] != '\n')
+            return field_error(error, "bare CR");
+        uint32_t value_end = p;
+        while (value_end > value && (b[value_end - 1] == ' ' || b[value_end - 1] == '\t'))
+            value_end--;
+        p += 2;
+
+        /* The scan has enforced max_headers; this is the caller's storage. */
+        if (h->count >= h->cap) {
+            *error = "too many header fields";
+            return -431;
+        }
+        http_header_t *f = &h->list[h->count];
+        f->name = (http_slice_t){name, name_len};
+        f->value = (http_slice_t){value, value_end - value};
+        f->id = http_header_id(buf + name, name_len);
+        if (f->id != HTTP_HDR_OTHER && h->first[f->id] < 0)
+            h->first[f->id] = (int16_t)h->count;
+        h->count++;
+    }
+    return 0;
+}
+
+bool http_list_next(http_list_t *it, const char **elem, size_t *len)
+{
+    while (it->p < it->end && (*it->p == ' ' || *it->p == '\t' || *it->p == ','))
+        it->p++;
+    if (it->p == it->end)
+        return false;
+    const char *s = it->p;
+    while (it->p < it->end && *it->p != ',')
+        it->p++;
+    const char *e = it->p;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    *elem = s;
+    *len = (size_t)(e - s);
+    return true;
+}
+
+int http_parse_length(const char *s, size_t n, int64_t *out)
+{
+    if (n == 0)
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        int d = s[i] - '0';
+        if (v > (INT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+bool http_connection_lists(const char *buf, const http_headers_t *h, const char *name, size_t len)
+{
+    if (h->first[HTTP_HDR_CONNECTION] < 0)
+        return false;
+    for (uint32_t i = (uint32_t)h->first[HTTP_HDR_CONNECTION]; i < h->count; i++) {
+        const http_header_t *f = &h->list[i];
+        if (f->id != HTTP_HDR_CONNECTION)
+            continue;
+        http_list_t it = {buf + f->value.off, buf + f->value.off + f->value.len};
+        const char *t;
+        size_t n;
+        /* Both sides are tokens of any case: a symmetric compare. */
+        while (http_list_next(&it, &t, &n))
+            if (n == len && strncasecmp(t, name, len) == 0)
+                return true;
+    }
+    return false;
+}
+
+bool http_keep_alive(const char *buf, const http_headers_t *h, unsigned version_minor)
+{
+    bool keep = version_minor >= 1;
+    if (h->first[HTTP_HDR_CONNECTION] < 0)
+        return keep;
+    bool close = false;
+    for (uint32_t i = (uint32_t)h->first[HTTP_HDR_CONNECTION]; i < h->count; i++) {
+        const http_header_t *f = &h->list[i];
+        if (f->id != HTTP_HDR_CONNECTION)
+            continue;
+        http_list_t it = {buf + f->value.off, buf + f->value.off + f->value.len};
+        const char *t;
+        size_t n;
+        while (http_list_next(&it, &t, &n)) {
+            if (HTTP_TOKEN_EQ(t, n, "close"))
+                close = true;
+            else if (HTTP_TOKEN_EQ(t, n, "keep-alive"))
+                keep = true;
+        }
+    }
+    return keep && !close;
+}

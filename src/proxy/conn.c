@@ -1,0 +1,614 @@
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+
+#include "proxy/accesslog.h"
+#include "proxy/conn.h"
+#include "http/message.h"
+#include "http/path.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "proxy/exchange.h"
+#include "verdict/snapshot.h"
+#include "proxy/worker.h"
+
+static void conn_on_read(evutil_socket_t fd, short what, void *arg);
+static void conn_on_write(evutil_socket_t fd, short what, void *arg);
+static void conn_on_timer(evutil_socket_t fd, short what, void *arg);
+static void conn_read_head(conn_t *c);
+static void conn_process_input(conn_t *c);
+static void conn_process_heads(conn_t *c, worker_t *w);
+
+void conn_arm_read(conn_t *c, bool on)
+{
+    if (on == c->read_on)
+        return;
+    c->read_on = on;
+    if (on)
+        event_add(&c->rev, NULL);
+    else
+        event_del(&c->rev);
+}
+
+void conn_arm_write(conn_t *c, bool on)
+{
+    if (on == c->write_waiting)
+        return;
+    c->write_waiting = on;
+    if (on)
+        event_add(&c->wev, c->w->tv_send);
+    else
+        event_del(&c->wev);
+}
+
+static void conn_arm_timer(conn_t *c, uint64_t now, uint64_t at)
+{
+    uint64_t ms = at > now ? at - now : 0;
+    struct timeval tv = clock_timeval(ms);
+    event_add(&c->timer, &tv);
+    c->timer_on = true;
+    c->timer_ms = at;
+}
+
+void conn_deadline(conn_t *c, conn_deadline_t kind, uint64_t ms)
+{
+    c->deadline_kind = (uint8_t)kind;
+    if (kind == CONN_DEADLINE_NONE)
+        return;
+    uint64_t now = clock_coarse_ms();
+    c->deadline_ms = now + ms;
+    if (!c->timer_on || c->deadline_ms < c->timer_ms)
+        conn_arm_timer(c, now, c->deadline_ms);
+}
+
+void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx)
+{
+    conn_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        atomic_fetch_sub_explicit(&worker_total_conns, 1, memory_order_relaxed);
+        return;
+    }
+    c->w = w;
+    c->io.fd = fd;
+    c->pipe_r = c->pipe_w = -1;
+    memcpy(&c->peer, peer, peer_len);
+    c->peer_len = peer_len;
+    event_assign(&c->rev, w->base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
+    event_assign(&c->wev, w->base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
+    evtimer_assign(&c->timer, w->base, conn_on_timer, c);
+    w->n_conns++;
+    metrics_conn_opened(&w->metrics, tls_ctx != NULL);
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    c->tls = tls_ctx != NULL;
+    if (tls_ctx) {
+        if (!sockio_attach_ssl(&c->io, SSL_new(tls_ctx))) {
+            conn_close(c);
+            return;
+        }
+        SSL_set_accept_state(c->io.ssl);
+        c->state = CONN_HANDSHAKE;
+    } else {
+        c->state = CONN_READ_HEAD;
+    }
+    /* The handshake and the first head share the header deadline. */
+    conn_deadline(c, CONN_DEADLINE_HEADER, w->cfg->limits.header_timeout_ms);
+    conn_arm_read(c, true);
+    /* Listeners use TCP_DEFER_ACCEPT: data is usually waiting already. */
+    conn_on_read(fd, EV_READ, c);
+}
+
+/* A connection can be closed deep inside its own callback chain, so the
+ * memory outlives it until the event loop calls conn_reap: callers only
+ * need to look at c->state after a call that may have closed it. */
+void conn_close(conn_t *c)
+{
+    worker_t *w = c->w;
+    if (c->state == CONN_CLOSED)
+        return;
+    if (c->state == CONN_UPSTREAM || c->state == CONN_RELAY || c->state == CONN_QUEUED)
+        proxy_abort(c);
+    event_del(&c->rev);
+    event_del(&c->wev);
+    event_del(&c->timer);
+    sockio_close(&c->io);
+    if (c->ibuf)
+        buf_pool_put(&w->head_bufs, c->ibuf);
+    if (c->rbuf)
+        buf_pool_put(&w->relay_bufs, c->rbuf);
+    if (c->out_ref)
+        gate_snapshot_unref(c->out_ref);
+    c->ibuf = c->rbuf = NULL;
+    c->out_ref = NULL;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->state = CONN_CLOSED;
+    c->prev = NULL;
+    c->next = w->closed;
+    w->closed = c;
+    event_active(&w->reap_ev, EV_TIMEOUT, 0);
+    w->n_conns--;
+    metrics_conn_closed(&w->metrics, c->tls);
+    atomic_fetch_sub_explicit(&worker_total_conns, 1, memory_order_relaxed);
+    if (w->stopping && w->n_conns == 0)
+        event_base_loopexit(w->base, NULL);
+}
+
+void conn_close_idle(worker_t *w)
+{
+    conn_t *next;
+    for (conn_t *c = w->conns; c; c = next) {
+        next = c->next;
+        if ((c->state == CONN_READ_HEAD && c->ilen == 0) || c->state == CONN_HANDSHAKE)
+            conn_close(c);
+    }
+}
+
+void conn_close_all(worker_t *w)
+{
+    while (w->conns)
+        conn_close(w->conns);
+    conn_reap(w);
+}
+
+void conn_reap(worker_t *w)
+{
+    while (w->closed) {
+        conn_t *c = w->closed;
+        w->closed = c->next;
+        free(c);
+    }
+}
+
+/* Drops the finished request's head; pipelined bytes move to the front. */
+static void conn_consume_head(conn_t *c)
+{
+    uint32_t rest = c->ilen - c->head_len;
+    if (rest)
+        memmove(c->ibuf, c->ibuf + c->head_len, rest);
+    c->ilen = rest;
+    c->head_len = 0;
+    if (rest == 0 && c->ibuf) {
+        /* Idle keep-alive connections hold no buffer. */
+        buf_pool_put(&c->w->head_bufs, c->ibuf);
+        c->ibuf = NULL;
+    }
+}
+
+static void conn_log_request(conn_t *c)
+{
+    if (c->w->cfg->log.access)
+        accesslog_write(c);
+    uint64_t duration_ns = c->log.start_ns ? clock_monotonic_ns() - c->log.start_ns : 0;
+    metrics_request(&c->w->metrics, c->log.pool, c->log.decision, c->log.status, duration_ns);
+}
+
+bool conn_will_close(const conn_t *c)
+{
+    return c->close_after || !c->keep_alive || c->w->stopping;
+}
+
+static void conn_next_request(conn_t *c)
+{
+    bool close_now = conn_will_close(c);
+    conn_log_request(c);
+    conn_consume_head(c);
+    if (close_now) {
+        conn_close(c);
+        return;
+    }
+    c->state = CONN_READ_HEAD;
+    c->out = NULL;
+    c->out_len = c->out_off = 0;
+    if (c->out_ref) {
+        gate_snapshot_unref(c->out_ref);
+        c->out_ref = NULL;
+    }
+    memset(&c->log, 0, sizeof c->log);
+    conn_deadline(c, CONN_DEADLINE_IDLE, c->w->cfg->limits.idle_timeout_ms);
+    conn_arm_write(c, false);
+    conn_arm_read(c, true);
+    /* Answered from within conn_process_input: its loop goes on with the
+     * next pipelined head, without a stack frame per request. */
+    if (c->processing)
+        return;
+    if (c->ilen) {
+        conn_process_input(c);
+    } else if (sockio_pending(&c->io)) {
+        conn_read_head(c);
+    }
+}
+
+void conn_request_done(conn_t *c)
+{
+    conn_next_request(c);
+}
+
+/* Writes what is left of a local response; true when all is written. */
+static bool conn_flush_local(conn_t *c)
+{
+    while (c->out_off < c->out_len) {
+        /* A TLS answer that ends the connection shares its segment with
+         * the close_notify that follows at once. */
+        unsigned more = c->tls && conn_will_close(c) ? SOCKIO_MORE : 0;
+        ssize_t n = sockio_write(&c->io, c->out + c->out_off, c->out_len - c->out_off, more);
+        if (n > 0) {
+            c->out_off += (size_t)n;
+            c->log.bytes += (uint64_t)n;
+            continue;
+        }
+        if (n == SOCKIO_WANT_WRITE || n == SOCKIO_WANT_READ) {
+            conn_arm_write(c, true);
+            return false;
+        }
+        conn_log_request(c);
+        conn_close(c);
+        return false;
+    }
+    return true;
+}
+
+static void conn_send_local(conn_t *c, const char *data, size_t len, gate_snapshot_t *ref, bool close_after)
+{
+    c->state = CONN_WRITE_LOCAL;
+    c->out = data;
+    c->out_len = len;
+    c->out_off = 0;
+    if (ref)
+        gate_snapshot_ref(ref);
+    if (c->out_ref)
+        gate_snapshot_unref(c->out_ref);
+    c->out_ref = ref;
+    c->close_after = close_after;
+    /* Read interest stays on when the answer goes out at once, as it
+     * nearly always does: no epoll_ctl per request. */
+    if (conn_flush_local(c))
+        conn_next_request(c);
+    else if (c->state == CONN_WRITE_LOCAL)
+        conn_arm_read(c, false);
+}
+
+static const char *conn_status_text(int status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 414: return "URI Too Long";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Error";
+    }
+}
+
+/* Error responses carry an empty body: Go's client (Ignition) retries a
+ * 5xx on the same keep-alive connection only when the body is empty. They
+ * are rendered once per process, for each way the connection goes on. */
+static const int conn_error_statuses[] = {400, 403, 405, 408, 414, 431, 501, 502, 503, 504, 505};
+#define CONN_N_ERRORS (sizeof conn_error_statuses / sizeof conn_error_statuses[0])
+static char conn_error_responses[CONN_N_ERRORS][GATE_CONN__COUNT][160];
+static size_t conn_error_lengths[CONN_N_ERRORS][GATE_CONN__COUNT];
+static pthread_once_t conn_errors_once = PTHREAD_ONCE_INIT;
+
+static void conn_render_errors(void)
+{
+    static const char *const connection[GATE_CONN__COUNT] = {
+        [GATE_CONN_KEEP_ALIVE] = "",
+        [GATE_CONN_CLOSE] = "Connection: close\r\n",
+        [GATE_CONN_KEEP_ALIVE_10] = "Connection: keep-alive\r\n",
+    };
+    for (size_t i = 0; i < CONN_N_ERRORS; i++) {
+        int status = conn_error_statuses[i];
+        for (int v = 0; v < GATE_CONN__COUNT; v++) {
+            int n = snprintf(conn_error_responses[i][v], sizeof conn_error_responses[i][v],
+                             "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n%s%s\r\n", status,
+                             conn_status_text(status), status == 405 ? "Allow: GET, HEAD\r\n" : "",
+                             connection[v]);
+            conn_error_lengths[i][v] = (size_t)n;
+        }
+    }
+}
+
+void conn_send_error(conn_t *c, int status, const char *reason, bool close_after)
+{
+    pthread_once(&conn_errors_once, conn_render_errors);
+    size_t i = 0;
+    while (i < CONN_N_ERRORS - 1 && conn_error_statuses[i] != status)
+        i++;
+    if (conn_error_statuses[i] != status)
+        status = 400, i = 0;
+    gate_conn_variant_t v = close_after ? GATE_CONN_CLOSE : c->http10 ? GATE_CONN_KEEP_ALIVE_10 : GATE_CONN_KEEP_ALIVE;
+    c->log.status = status;
+    c->log.reason = reason;
+    if (!c->log.decision)
+        c->log.decision = "error";
+    conn_send_local(c, conn_error_responses[i][v], conn_error_lengths[i][v], NULL, close_after);
+}
+
+static void conn_copy_pool(conn_t *c, const char *clean, size_t len)
+{
+    /* The MCS takes the last path segment as the pool name. */
+    http_slice_t seg = http_path_last_segment(clean, len);
+    size_t n = seg.len < sizeof c->log.pool ? seg.len : sizeof c->log.pool - 1;
+    memcpy(c->log.pool, clean + seg.off, n);
+    c->log.pool[n] = '\0';
+}
+
+static bool conn_path_gated(const config_gate_t *gate, const char *clean, size_t len)
+{
+    for (size_t i = 0; i < gate->n_prefixes; i++)
+        if (http_path_has_prefix(clean, len, gate->prefixes[i]))
+            return true;
+    return false;
+}
+
+static void conn_reject(conn_t *c, const gate_snapshot_t *snap)
+{
+    const http_request_t *req = &c->w->req;
+    int spec = 0;
+    if (c->w->cfg->gate.reject_mode == REJECT_EXPLAIN) {
+        const http_header_t *accept = http_headers_get(&req->headers, HTTP_HDR_ACCEPT);
+        spec = accept ? snapshot_ignition_spec(c->ibuf + accept->value.off, accept->value.len)
+                      : snapshot_ignition_spec(NULL, 0);
+    }
+    gate_conn_variant_t variant = !c->keep_alive ? GATE_CONN_CLOSE
+                                  : c->http10    ? GATE_CONN_KEEP_ALIVE_10
+                                                 : GATE_CONN_KEEP_ALIVE;
+    const gate_response_t *r = gate_snapshot_reject(snap, spec, variant);
+    c->log.decision = "reject";
+    c->log.reason = verdict_reason_name(snap->verdict.reason);
+    c->log.status = snap->mode == REJECT_HOLD ? 503
+                    : snap->mode == REJECT_DENY ? 403
+                    : spec == IGNITION_SPEC_UNSUPPORTED ? 400 : 200;
+    conn_send_local(c, r->data, c->is_head ? r->head_len : r->len, (gate_snapshot_t *)snap, !c->keep_alive);
+}
+
+/* One complete request head is in ibuf[0..head_len): judge and answer it. */
+static void conn_dispatch(conn_t *c)
+{
+    worker_t *w = c->w;
+    const http_request_t *req = &w->req;
+    c->log.start_ns = clock_monotonic_ns();
+    c->log.method_off = req->method_name.off;
+    c->log.method_len = req->method_name.len;
+    c->log.path_off = req->target.off;
+    c->log.path_len = req->target.len;
+    const http_header_t *ua = http_headers_get(&req->headers, HTTP_HDR_USER_AGENT);
+    if (ua) {
+        c->log.ua_off = ua->value.off;
+        c->log.ua_len = ua->value.len;
+    }
+    c->http10 = req->version_minor == 0;
+    c->keep_alive = req->keep_alive && !w->stopping;
+    c->is_head = req->method == HTTP_METHOD_HEAD;
+
+    if (req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD) {
+        /* The MCS answers 405 to every other method on every path; answering
+         * it here means a request body is never forwarded. The body may
+         * follow on the connection, so close it. */
+        conn_send_error(c, 405, "MethodNotAllowed", true);
+        return;
+    }
+    if (req->has_body) {
+        conn_send_error(c, 400, "BodyOnGet", true);
+        return;
+    }
+    char *clean = w->path_scratch;
+    size_t clean_len;
+    if (http_path_normalize(c->ibuf + req->path.off, req->path.len, clean, w->path_scratch_len, &clean_len) < 0) {
+        conn_send_error(c, 400, "BadPath", true);
+        return;
+    }
+    if (conn_path_gated(&w->cfg->gate, clean, clean_len)) {
+        conn_copy_pool(c, clean, clean_len);
+        const gate_snapshot_t *snap = w->snapshot;
+        if (!snap->admit) {
+            conn_reject(c, snap);
+            return;
+        }
+        c->log.decision = "admit";
+        c->log.reason = verdict_reason_name(snap->verdict.reason);
+    } else {
+        c->log.decision = "pass";
+    }
+    proxy_start(c);
+}
+
+/* Parses and answers the requests buffered in ibuf, until one goes to the
+ * upstream, a write blocks, or the buffer holds no complete head. */
+static void conn_process_input(conn_t *c)
+{
+    worker_t *w = c->w;
+    c->processing = true;
+    conn_process_heads(c, w);
+    c->processing = false;
+}
+
+static void conn_process_heads(conn_t *c, worker_t *w)
+{
+    while (c->state == CONN_READ_HEAD && c->ilen > 0) {
+        /* The parse state is the worker's, shared by its connections, so
+         * each call starts afresh; a head is at most max_header_bytes. */
+        http_request_reset(&w->req);
+        int r = http_request_parse(c->ibuf, c->ilen, &w->http_limits, &w->req);
+        if (r == 0) {
+            if (c->deadline_kind != CONN_DEADLINE_HEADER)
+                conn_deadline(c, CONN_DEADLINE_HEADER, w->cfg->limits.header_timeout_ms);
+            return;
+        }
+        conn_deadline(c, CONN_DEADLINE_NONE, 0);
+        if (r < 0) {
+            c->head_len = c->ilen;
+            c->log.start_ns = clock_monotonic_ns();
+            conn_send_error(c, -r, "MalformedRequest", true);
+            return;
+        }
+        c->head_len = (uint32_t)r;
+        conn_dispatch(c);
+    }
+}
+
+static void conn_read_head(conn_t *c)
+{
+    worker_t *w = c->w;
+    for (;;) {
+        if (!c->ibuf) {
+            c->ibuf = buf_pool_get(&w->head_bufs);
+            if (!c->ibuf) {
+                conn_close(c);
+                return;
+            }
+        }
+        size_t room = w->head_bufs.size - c->ilen;
+        if (room == 0) {
+            /* The parser answers 431 before the buffer fills; belt and braces. */
+            c->head_len = c->ilen;
+            conn_send_error(c, 431, "HeaderTooLarge", true);
+            return;
+        }
+        ssize_t n = sockio_read(&c->io, c->ibuf + c->ilen, room);
+        if (n > 0) {
+            c->ilen += (uint32_t)n;
+            conn_process_input(c);
+            if (c->state != CONN_READ_HEAD)
+                return;
+            /* Plain: a short read drained the socket; level-triggered
+             * polling tells us of more. TLS: decrypted bytes may wait
+             * inside OpenSSL where poll cannot see them. */
+            if ((size_t)n < room && !sockio_pending(&c->io))
+                return;
+            continue;
+        }
+        if (n == SOCKIO_WANT_READ) {
+            if (c->ilen == 0 && c->ibuf) {
+                buf_pool_put(&w->head_bufs, c->ibuf);
+                c->ibuf = NULL;
+            }
+            return;
+        }
+        if (n == SOCKIO_WANT_WRITE) {
+            conn_arm_write(c, true);
+            return;
+        }
+        conn_close(c); /* end of stream or error, between or inside heads */
+        return;
+    }
+}
+
+static void conn_handshake(conn_t *c)
+{
+    int r = sockio_handshake(&c->io);
+    if (r == 1) {
+        c->state = CONN_READ_HEAD;
+        conn_arm_write(c, false);
+        conn_read_head(c);
+    } else if (r == SOCKIO_WANT_WRITE) {
+        conn_arm_write(c, true);
+    } else if (r == SOCKIO_WANT_READ) {
+        conn_arm_write(c, false);
+    } else {
+        conn_close(c);
+    }
+}
+
+static void conn_on_read(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    conn_t *c = arg;
+    (void)what;
+    switch (c->state) {
+    case CONN_HANDSHAKE:
+        conn_handshake(c);
+        break;
+    case CONN_READ_HEAD:
+        conn_read_head(c);
+        break;
+    default:
+        break;
+    }
+}
+
+static void conn_on_write(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    conn_t *c = arg;
+    if (what & EV_TIMEOUT) {
+        /* The client stopped reading for send_timeout. */
+        conn_close(c);
+        return;
+    }
+    switch (c->state) {
+    case CONN_HANDSHAKE:
+        conn_handshake(c);
+        break;
+    case CONN_READ_HEAD:
+        conn_arm_write(c, false);
+        conn_read_head(c);
+        break;
+    case CONN_WRITE_LOCAL:
+        if (conn_flush_local(c))
+            conn_next_request(c);
+        break;
+    case CONN_RELAY:
+        proxy_on_client_writable(c);
+        break;
+    default:
+        conn_arm_write(c, false);
+        break;
+    }
+}
+
+static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_t *c = arg;
+    c->timer_on = false;
+    if (c->deadline_kind == CONN_DEADLINE_NONE)
+        return;
+    uint64_t now = clock_coarse_ms();
+    if (now < c->deadline_ms) {
+        conn_arm_timer(c, now, c->deadline_ms); /* moved later since armed */
+        return;
+    }
+    conn_deadline_t kind = (conn_deadline_t)c->deadline_kind;
+    c->deadline_kind = CONN_DEADLINE_NONE;
+    switch (kind) {
+    case CONN_DEADLINE_HEADER:
+        if (c->state == CONN_READ_HEAD && c->ilen > 0) {
+            /* The head did not complete within header_timeout. */
+            c->head_len = c->ilen;
+            c->log.start_ns = clock_monotonic_ns();
+            conn_send_error(c, 408, "HeaderTimeout", true);
+        } else if (c->state == CONN_HANDSHAKE || c->state == CONN_READ_HEAD) {
+            conn_close(c);
+        }
+        break;
+    case CONN_DEADLINE_IDLE:
+        if (c->state == CONN_READ_HEAD)
+            conn_close(c);
+        break;
+    case CONN_DEADLINE_QUEUE:
+        if (c->state == CONN_QUEUED)
+            proxy_queue_timeout(c);
+        break;
+    default:
+        break;
+    }
+}

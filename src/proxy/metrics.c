@@ -1,0 +1,335 @@
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/metrics.h"
+
+const double metrics_bucket_bounds[METRICS_N_BUCKETS] = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+
+/* The bounds in nanoseconds, for a comparison without floating point. */
+static const uint64_t metrics_bucket_ns[METRICS_N_BUCKETS] = {
+    500000, 1000000, 2500000, 5000000, 10000000, 25000000, 50000000, 100000000,
+    250000000, 500000000, 1000000000, 2500000000, 5000000000, 10000000000,
+};
+
+/* Slot i of the code dimension: metrics_codes[i] for the exact statuses,
+ * then the classes, then "other"; metrics_code_slot is its inverse. */
+static const int metrics_codes[] = {
+    200, 201, 204, 206, 301, 302, 304, 307, 308, 400, 401, 403, 404,
+    405, 408, 413, 414, 429, 431, 500, 501, 502, 503, 504, 505,
+};
+#define METRICS_N_EXACT (sizeof metrics_codes / sizeof metrics_codes[0])
+_Static_assert(METRICS_N_EXACT + 6 == METRICS_N_CODES, "code slots: exact statuses, 5 classes, other");
+static const char *const metrics_code_other[] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
+
+static unsigned metrics_code_slot(int status)
+{
+    /* A switch, so the compiler makes it a jump table. */
+    switch (status) {
+    case 200: return 0;
+    case 201: return 1;
+    case 204: return 2;
+    case 206: return 3;
+    case 301: return 4;
+    case 302: return 5;
+    case 304: return 6;
+    case 307: return 7;
+    case 308: return 8;
+    case 400: return 9;
+    case 401: return 10;
+    case 403: return 11;
+    case 404: return 12;
+    case 405: return 13;
+    case 408: return 14;
+    case 413: return 15;
+    case 414: return 16;
+    case 429: return 17;
+    case 431: return 18;
+    case 500: return 19;
+    case 501: return 20;
+    case 502: return 21;
+    case 503: return 22;
+    case 504: return 23;
+    case 505: return 24;
+    }
+    if (status >= 100 && status <= 599)
+        return (unsigned)(METRICS_N_EXACT + (unsigned)(status / 100 - 1));
+    return METRICS_N_CODES - 1;
+}
+
+static uint32_t metrics_pool_slot(metrics_worker_t *m, const char *pool)
+{
+    uint32_t n = atomic_load_explicit(&m->n_pools, memory_order_relaxed);
+    /* Most requests name the pool the previous one named. */
+    if (m->last_pool < n && !strcmp(m->pool_names[m->last_pool], pool))
+        return m->last_pool;
+    for (uint32_t i = 0; i < n; i++)
+        if (!strcmp(m->pool_names[i], pool))
+            return m->last_pool = i;
+    if (n == METRICS_POOLS)
+        return METRICS_POOL_OTHER;
+    size_t len = strnlen(pool, METRICS_POOL_LEN - 1);
+    memcpy(m->pool_names[n], pool, len);
+    m->pool_names[n][len] = '\0';
+    atomic_store_explicit(&m->n_pools, n + 1, memory_order_release);
+    return m->last_pool = n;
+}
+
+static metrics_decision_t metrics_decision_of(const char *decision)
+{
+    /* The access log's four words differ in their first letter. */
+    switch (decision ? decision[0] : 'e') {
+    case 'a': return METRICS_ADMIT;
+    case 'r': return METRICS_REJECT;
+    case 'p': return METRICS_PASS;
+    default: return METRICS_ERROR;
+    }
+}
+
+void metrics_request(metrics_worker_t *m, const char *pool, const char *decision, int status,
+                     uint64_t duration_ns)
+{
+    uint32_t p = metrics_pool_slot(m, pool);
+    metrics_add(&m->requests[p][metrics_decision_of(decision)][metrics_code_slot(status)], 1);
+    unsigned b = 0;
+    while (b < METRICS_N_BUCKETS && duration_ns > metrics_bucket_ns[b])
+        b++;
+    metrics_add(&m->duration_buckets[b], 1);
+    metrics_add(&m->duration_sum_ns, duration_ns);
+}
+
+metrics_upstream_error_t metrics_upstream_kind(int status, const char *reason)
+{
+    static const struct {
+        const char *reason;
+        metrics_upstream_error_t kind;
+    } kinds[] = {
+        {"UpstreamConnect", METRICS_UP_CONNECT},
+        {"UpstreamTLS", METRICS_UP_CONNECT},
+        {"UpstreamTLSHandshake", METRICS_UP_CONNECT},
+        {"UpstreamClosed", METRICS_UP_CLOSED},
+        {"UpstreamRead", METRICS_UP_CLOSED},
+        {"UpstreamWrite", METRICS_UP_CLOSED},
+        {"BadUpstreamResponse", METRICS_UP_BAD_RESPONSE},
+        {"BadUpstreamChunking", METRICS_UP_BAD_RESPONSE},
+        {"UpstreamHeadTooLarge", METRICS_UP_BAD_RESPONSE},
+        {"UnexpectedUpgrade", METRICS_UP_BAD_RESPONSE},
+    };
+    if (status == 504)
+        return METRICS_UP_TIMEOUT;
+    for (size_t i = 0; reason && i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(reason, kinds[i].reason))
+            return kinds[i].kind;
+    return METRICS_UP_OTHER;
+}
+
+static uint64_t metrics_load(const metrics_counter_t *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/* A label value: Prometheus escapes backslash, quote and newline; other
+ * control bytes and bytes outside ASCII (a client's pool name need not be
+ * UTF-8, the exposition must be) are written as the text \xHH. */
+static void metrics_put_label(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\\')
+            fputs("\\\\", f);
+        else if (*p == '"')
+            fputs("\\\"", f);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p < 0x20 || *p >= 0x7f)
+            fprintf(f, "\\\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+}
+
+static void metrics_head(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+typedef struct pool_sum {
+    const char *name;
+    uint64_t n[METRICS_N_DECISIONS][METRICS_N_CODES];
+} pool_sum_t;
+
+typedef struct pool_sums {
+    pool_sum_t *v;
+    size_t n, cap;
+} pool_sums_t;
+
+/* Workers meet the same pools in different orders: sum them by name. A
+ * client's pool literally named "other" shares the overflow's series. */
+static int pool_sums_add(pool_sums_t *s, const char *name, const metrics_counter_t (*c)[METRICS_N_CODES])
+{
+    size_t i = 0;
+    while (i < s->n && strcmp(s->v[i].name, name))
+        i++;
+    if (i == s->n) {
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 8;
+            pool_sum_t *v = realloc(s->v, cap * sizeof *v);
+            if (!v)
+                return -1;
+            s->v = v;
+            s->cap = cap;
+        }
+        memset(&s->v[i], 0, sizeof s->v[i]);
+        s->v[i].name = name;
+        s->n++;
+    }
+    for (size_t d = 0; d < METRICS_N_DECISIONS; d++)
+        for (size_t k = 0; k < METRICS_N_CODES; k++)
+            s->v[i].n[d][k] += metrics_load(&c[d][k]);
+    return 0;
+}
+
+static void metrics_put_code(FILE *f, size_t k)
+{
+    if (k < METRICS_N_EXACT)
+        fprintf(f, "%d", metrics_codes[k]);
+    else
+        fputs(metrics_code_other[k - METRICS_N_EXACT], f);
+}
+
+static int metrics_render_requests(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
+{
+    static const char *const decisions[METRICS_N_DECISIONS] = {"admit", "reject", "pass", "error"};
+    pool_sums_t sums = {0};
+    for (size_t w = 0; w < n_workers; w++) {
+        const metrics_worker_t *m = workers[w];
+        uint32_t np = atomic_load_explicit(&m->n_pools, memory_order_acquire);
+        for (uint32_t p = 0; p < np; p++)
+            if (pool_sums_add(&sums, m->pool_names[p], m->requests[p]) < 0)
+                goto oom;
+        if (pool_sums_add(&sums, "other", m->requests[METRICS_POOL_OTHER]) < 0)
+            goto oom;
+    }
+    metrics_head(f, "skewgate_requests_total", "counter",
+                 "Requests answered, by pool (the first 16 distinct names per worker, then \"other\"; "
+                 "\"\" for ungated paths), decision and status code.");
+    for (size_t i = 0; i < sums.n; i++)
+        for (size_t d = 0; d < METRICS_N_DECISIONS; d++)
+            for (size_t k = 0; k < METRICS_N_CODES; k++) {
+                if (!sums.v[i].n[d][k])
+                    continue;
+                fputs("skewgate_requests_total{pool=\"", f);
+                metrics_put_label(f, sums.v[i].name);
+                fprintf(f, "\",decision=\"%s\",code=\"", decisions[d]);
+                metrics_put_code(f, k);
+                fprintf(f, "\"} %" PRIu64 "\n", sums.v[i].n[d][k]);
+            }
+    free(sums.v);
+    return 0;
+oom:
+    free(sums.v);
+    return -1;
+}
+
+static void metrics_render_duration(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
+{
+    uint64_t buckets[METRICS_N_BUCKETS + 1] = {0}, sum_ns = 0;
+    for (size_t w = 0; w < n_workers; w++) {
+        for (size_t b = 0; b <= METRICS_N_BUCKETS; b++)
+            buckets[b] += metrics_load(&workers[w]->duration_buckets[b]);
+        sum_ns += metrics_load(&workers[w]->duration_sum_ns);
+    }
+    metrics_head(f, "skewgate_request_duration_seconds", "histogram",
+                 "Time from a complete request head to the end of its response.");
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < METRICS_N_BUCKETS; b++) {
+        cumulative += buckets[b];
+        fprintf(f, "skewgate_request_duration_seconds_bucket{le=\"%g\"} %" PRIu64 "\n",
+                metrics_bucket_bounds[b], cumulative);
+    }
+    cumulative += buckets[METRICS_N_BUCKETS];
+    fprintf(f, "skewgate_request_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
+    fprintf(f, "skewgate_request_duration_seconds_sum %.9f\n", (double)sum_ns / 1e9);
+    fprintf(f, "skewgate_request_duration_seconds_count %" PRIu64 "\n", cumulative);
+}
+
+/* The sum over workers of the counter at byte offset `off` of metrics_worker_t. */
+static uint64_t metrics_sum(const metrics_worker_t *const *workers, size_t n_workers, size_t off)
+{
+    uint64_t sum = 0;
+    for (size_t w = 0; w < n_workers; w++)
+        sum += metrics_load((const metrics_counter_t *)((const char *)workers[w] + off));
+    return sum;
+}
+
+static void metrics_render_upstream(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
+{
+    static const char *const kinds[METRICS_N_UPSTREAM_ERRORS] = {
+        "connect", "timeout", "closed", "bad_response", "queue_full", "queue_timeout", "other",
+    };
+    metrics_head(f, "skewgate_upstream_errors_total", "counter",
+                 "Admitted or passed requests the MCS could not answer, by kind.");
+    for (size_t k = 0; k < METRICS_N_UPSTREAM_ERRORS; k++)
+        fprintf(f, "skewgate_upstream_errors_total{kind=\"%s\"} %" PRIu64 "\n", kinds[k],
+                metrics_sum(workers, n_workers, offsetof(metrics_worker_t, upstream_errors) +
+                                                    k * sizeof(metrics_counter_t)));
+}
+
+static void metrics_render_connections(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
+{
+    metrics_head(f, "skewgate_connections", "gauge", "Open client connections, by transport.");
+    fprintf(f, "skewgate_connections{state=\"tls\"} %" PRIu64 "\n",
+            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, open_tls)));
+    fprintf(f, "skewgate_connections{state=\"plain\"} %" PRIu64 "\n",
+            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, open_plain)));
+    metrics_head(f, "skewgate_connections_accepted_total", "counter", "Client connections accepted.");
+    fprintf(f, "skewgate_connections_accepted_total %" PRIu64 "\n",
+            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, accepted)));
+    metrics_head(f, "skewgate_connections_refused_total", "counter",
+                 "Client connections closed at once because limits.max_connections were open.");
+    fprintf(f, "skewgate_connections_refused_total %" PRIu64 "\n",
+            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, refused_over_limit)));
+}
+
+static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
+{
+    const verdict_t *v = g->verdict;
+    metrics_head(f, "skewgate_verdict_admit", "gauge", "1 when the gate admits new nodes, 0 when it rejects them.");
+    fprintf(f, "skewgate_verdict_admit %d\n", v->decision == DECISION_ADMIT);
+    metrics_head(f, "skewgate_verdict_info", "gauge", "The current verdict's reason and enforcement mode.");
+    fprintf(f, "skewgate_verdict_info{reason=\"%s\",mode=\"", verdict_reason_name(v->reason));
+    metrics_put_label(f, v->mode);
+    fputs("\"} 1\n", f);
+    metrics_head(f, "skewgate_skew_enforcement_none", "gauge",
+                 "1 when boot image skew enforcement is off (mode None): new nodes may boot too old an image.");
+    fprintf(f, "skewgate_skew_enforcement_none %d\n", !strcmp(v->mode, "None"));
+    metrics_head(f, "skewgate_source_last_sync_timestamp_seconds", "gauge",
+                 "When the verdict source last confirmed its view (Unix time; 0: never).");
+    fprintf(f, "skewgate_source_last_sync_timestamp_seconds %.3f\n", g->source_last_sync);
+    metrics_head(f, "skewgate_source_reconnects_total", "counter",
+                 "Times the verdict source reconnected after an error.");
+    fprintf(f, "skewgate_source_reconnects_total %" PRIu64 "\n", g->source_reconnects);
+}
+
+char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, const metrics_gate_t *g,
+                     size_t *len)
+{
+    char *text = NULL;
+    FILE *f = open_memstream(&text, len);
+    if (!f)
+        return NULL;
+    int rc = metrics_render_requests(f, workers, n_workers);
+    metrics_render_duration(f, workers, n_workers);
+    metrics_render_upstream(f, workers, n_workers);
+    metrics_render_connections(f, workers, n_workers);
+    metrics_render_gate(f, g);
+    if (ferror(f))
+        rc = -1;
+    if (fclose(f) != 0 || rc < 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}

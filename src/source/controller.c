@@ -1,0 +1,246 @@
+#include <stdlib.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "core/log.h"
+#include "source/controller.h"
+#include "core/clock.h"
+
+struct verdict_ctl {
+    verdict_limits_t limits;
+    verdict_policy_t policy;
+    uint64_t max_staleness_ms;
+    reject_mode_t reject_mode;
+    verdict_publish_fn publish;
+    void *publish_arg;
+    source_t *source;
+
+    /* The source's last good view: kept while it fails, until too stale. */
+    bool have_view;
+    source_state_t view_state;  /* SOURCE_PRESENT or SOURCE_ABSENT */
+    json_t *view_object;
+    bool failing;
+    bool stale;
+
+    bool have_settled;
+    decision_t settled;         /* kept through BootImageControllerProgressing */
+    verdict_override_t local_override;
+
+    verdict_t current;
+    gate_snapshot_t *published;
+    struct event *stale_timer;
+    struct event *override_timer;
+};
+
+static struct timespec wall_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now;
+}
+
+static void log_verdict(const verdict_t *v)
+{
+    log_json(LOG_INFO, "verdict",
+             json_pack("{s:s, s:s, s:s, s:s, s:s}", "decision", decision_name(v->decision),
+                       "reason", verdict_reason_name(v->reason), "message", v->message, "mode",
+                       v->mode, "resourceVersion", v->resource_version));
+}
+
+static void publish_current(verdict_ctl_t *ctl)
+{
+    gate_snapshot_t *snap = gate_snapshot_new(&ctl->current, ctl->reject_mode);
+    if (!snap) {
+        log_msg(LOG_ERROR, "verdict", "out of memory: the workers keep the previous verdict");
+        return;
+    }
+    log_verdict(&ctl->current);
+    gate_snapshot_unref(ctl->published);
+    ctl->published = snap;
+    ctl->publish(gate_snapshot_ref(snap), ctl->publish_arg);
+}
+
+static void consider_expiry(const verdict_override_t *o, time_t now, time_t *next)
+{
+    if (o->active && o->until > now && (*next == 0 || o->until < *next))
+        *next = o->until;
+}
+
+/* verdict_compute only looks at the clock when asked: wake it when an
+ * override, local or from the annotation, runs out. */
+static void arm_override_timer(verdict_ctl_t *ctl, const json_t *object, struct timespec now)
+{
+    time_t next = 0;
+    consider_expiry(&ctl->local_override, now.tv_sec, &next);
+    const char *annotation = json_string_value(json_object_get(
+        json_object_get(json_object_get(object, "metadata"), "annotations"),
+        VERDICT_OVERRIDE_ANNOTATION));
+    verdict_override_t cluster;
+    if (annotation && verdict_override_parse(annotation, &cluster) == 0)
+        consider_expiry(&cluster, now.tv_sec, &next);
+    if (next == 0) {
+        evtimer_del(ctl->override_timer);
+        return;
+    }
+    int64_t ms = (int64_t)(next - now.tv_sec) * 1000 - now.tv_nsec / 1000000;
+    struct timeval delay = clock_timeval(ms > 0 ? (uint64_t)ms : 1);
+    evtimer_add(ctl->override_timer, &delay);
+}
+
+static void recompute(verdict_ctl_t *ctl)
+{
+    struct timespec now = wall_now();
+    verdict_input_t in = {
+        .limits = ctl->limits,
+        .policy = ctl->policy,
+        .has_previous = ctl->have_settled,
+        .previous = ctl->settled,
+        .local_override = ctl->local_override,
+        .now = now.tv_sec,
+    };
+    if (!ctl->have_view) {
+        in.state = SOURCE_NO_DATA;
+    } else if (ctl->stale) {
+        in.state = SOURCE_FAILING;
+    } else {
+        in.state = ctl->view_state;
+        in.object = ctl->view_object;
+    }
+    verdict_t v;
+    verdict_compute(&in, &v);
+    if (v.settled) {
+        ctl->have_settled = true;
+        ctl->settled = v.decision;
+    }
+    bool same_run = ctl->published && v.decision == ctl->current.decision &&
+                    v.reason == ctl->current.reason;
+    v.since = same_run ? ctl->current.since : now.tv_sec;
+    ctl->current = v;
+    arm_override_timer(ctl, in.object, now);
+    if (!ctl->published || !verdict_equal(&v, &ctl->published->verdict))
+        publish_current(ctl);
+}
+
+/* Staleness runs from the source's last confirmed view, not from its first
+ * failure report: a source may notice a failure late. */
+static void arm_stale_timer(verdict_ctl_t *ctl)
+{
+    struct timespec now = wall_now();
+    double now_s = (double)now.tv_sec + now.tv_nsec / 1e9;
+    double last = ctl->source ? source_last_sync(ctl->source) : 0;
+    double left_ms = last > 0 ? (last - now_s) * 1000 + (double)ctl->max_staleness_ms
+                              : (double)ctl->max_staleness_ms;
+    if (left_ms < 0)
+        left_ms = 0;
+    if (left_ms > (double)ctl->max_staleness_ms)
+        left_ms = (double)ctl->max_staleness_ms;  /* the wall clock stepped back */
+    struct timeval delay = clock_timeval((uint64_t)left_ms);
+    evtimer_add(ctl->stale_timer, &delay);
+}
+
+void verdict_ctl_on_source(source_state_t state, json_t *object, void *arg)
+{
+    verdict_ctl_t *ctl = arg;
+    if (state == SOURCE_PRESENT || state == SOURCE_ABSENT) {
+        json_t *kept = state == SOURCE_PRESENT ? json_incref(object) : NULL;
+        json_decref(ctl->view_object);
+        ctl->view_object = kept;
+        ctl->view_state = state;
+        ctl->have_view = true;
+        ctl->failing = false;
+        ctl->stale = false;
+        evtimer_del(ctl->stale_timer);
+    } else if (!ctl->failing) {
+        ctl->failing = true;
+        arm_stale_timer(ctl);
+    }
+    recompute(ctl);
+}
+
+static void on_stale(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    verdict_ctl_t *ctl = arg;
+    ctl->stale = true;
+    recompute(ctl);
+}
+
+static void on_override_expiry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    recompute(arg);
+}
+
+verdict_ctl_t *verdict_ctl_new(struct event_base *base, const config_enforcement_t *cfg,
+                               reject_mode_t reject_mode, verdict_publish_fn publish, void *arg)
+{
+    verdict_ctl_t *ctl = calloc(1, sizeof *ctl);
+    if (!ctl)
+        return NULL;
+    ctl->limits = cfg->limits;
+    ctl->policy = cfg->policy;
+    ctl->max_staleness_ms = cfg->max_staleness_ms;
+    ctl->reject_mode = reject_mode;
+    ctl->publish = publish;
+    ctl->publish_arg = arg;
+    ctl->stale_timer = evtimer_new(base, on_stale, ctl);
+    ctl->override_timer = evtimer_new(base, on_override_expiry, ctl);
+    if (!ctl->stale_timer || !ctl->override_timer) {
+        verdict_ctl_free(ctl);
+        return NULL;
+    }
+    recompute(ctl);
+    if (!ctl->published) {
+        verdict_ctl_free(ctl);
+        return NULL;
+    }
+    return ctl;
+}
+
+int verdict_ctl_start(verdict_ctl_t *ctl, source_t *source)
+{
+    if (!source)
+        return -1;
+    ctl->source = source;
+    return source_start(source);
+}
+
+void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o)
+{
+    ctl->local_override = *o;
+    recompute(ctl);
+}
+
+const verdict_t *verdict_ctl_current(const verdict_ctl_t *ctl) { return &ctl->current; }
+
+const source_t *verdict_ctl_source(const verdict_ctl_t *ctl) { return ctl->source; }
+
+bool verdict_ctl_ready(const verdict_ctl_t *ctl, const char **why)
+{
+    if (!ctl->have_view) {
+        *why = "the verdict source has not confirmed a view of the MachineConfiguration yet";
+        return false;
+    }
+    if (ctl->stale) {
+        *why = "the verdict source has been failing for longer than enforcement.max_staleness";
+        return false;
+    }
+    return true;
+}
+
+void verdict_ctl_free(verdict_ctl_t *ctl)
+{
+    if (!ctl)
+        return;
+    source_free(ctl->source);
+    if (ctl->stale_timer)
+        event_free(ctl->stale_timer);
+    if (ctl->override_timer)
+        event_free(ctl->override_timer);
+    json_decref(ctl->view_object);
+    gate_snapshot_unref(ctl->published);
+    free(ctl);
+}

@@ -1,0 +1,576 @@
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+#include <openssl/err.h>
+
+#include "core/clock.h"
+#include "http/request.h"
+#include "http/response.h"
+#include "http/chunked.h"
+#include "source/kube/client.h"
+#include "os/sockio.h"
+#include "tls/tls.h"
+
+#define HEAD_MAX (64u << 10)
+#define HEAD_FIELDS 64
+/* Reads per wake-up: a fast stream must not starve the rest of the loop. */
+#define READS_PER_WAKE 16
+
+typedef enum {
+    KC_IDLE,
+    KC_CONNECTING,
+    KC_HANDSHAKE,
+    KC_SENDING,
+    KC_HEAD,
+    KC_BODY,
+} kc_state_t;
+
+struct kube_client {
+    struct event_base *base;
+    kube_endpoint_t ep;
+    SSL_CTX *tls_ctx;
+    bool insecure;
+    kube_client_cbs_t cbs;
+    void *arg;
+
+    kc_state_t state;
+    uint64_t generation;        /* bumped by every request and cancel */
+    sockio_t io;
+    struct event *io_ev;
+    struct event *timer;
+    struct addrinfo *addrs, *addr;  /* addr: the one being tried */
+
+    char *req;                  /* holds the token: wiped when done */
+    size_t req_len, req_sent;
+    kube_body_mode_t mode;
+    uint64_t idle_timeout_ms;
+
+    char head[HEAD_MAX];        /* the head, then raw body bytes */
+    size_t head_len;
+    http_header_t fields[HEAD_FIELDS];
+    http_response_t resp;
+    http_chunked_t chunked;
+    uint64_t length_left;       /* HTTP_BODY_LENGTH */
+    bool lines;                 /* this body goes to on_line */
+
+    char *body;                 /* decoded body (or the line being built) */
+    size_t body_len, body_cap, scanned;
+    uint64_t arrived_ns;
+};
+
+static void arm_timer(kube_client_t *c, uint64_t ms)
+{
+    struct timeval tv = clock_timeval(ms);
+    evtimer_add(c->timer, &tv);
+}
+
+static void close_connection(kube_client_t *c)
+{
+    if (c->io_ev) {
+        event_free(c->io_ev);
+        c->io_ev = NULL;
+    }
+    evtimer_del(c->timer);
+    sockio_close(&c->io);
+    if (c->addrs) {
+        freeaddrinfo(c->addrs);
+        c->addrs = c->addr = NULL;
+    }
+    if (c->req) {
+        explicit_bzero(c->req, c->req_len);
+        free(c->req);
+        c->req = NULL;
+    }
+    c->state = KC_IDLE;
+}
+
+void kube_client_cancel(kube_client_t *c)
+{
+    c->generation++;
+    close_connection(c);
+}
+
+/* Ends the request and tells the caller, last: it may start another. */
+static void finish(kube_client_t *c, bool complete, const char *error, const char *detail)
+{
+    kube_response_t r = {
+        .status = c->state >= KC_BODY ? c->resp.status : 0,
+        .complete = complete,
+        .error = error,
+        .body = c->body,
+        .body_len = c->lines ? 0 : c->body_len,
+    };
+    snprintf(r.detail, sizeof r.detail, "%s", detail ? detail : "");
+    close_connection(c);
+    c->generation++;
+    c->cbs.on_done(c->arg, &r);
+}
+
+static void fail(kube_client_t *c, const char *error) { finish(c, false, error, NULL); }
+
+static void on_io(evutil_socket_t fd, short what, void *arg);
+
+/* The event is not pending here (one-shot, or deleted first), so it may be
+ * re-assigned for the other direction. */
+static void wait_io(kube_client_t *c, short what)
+{
+    event_del(c->io_ev);
+    event_assign(c->io_ev, c->base, c->io.fd, what, on_io, c);
+    event_add(c->io_ev, NULL);
+}
+
+static int body_append(kube_client_t *c, const char *p, size_t n)
+{
+    if (n > KUBE_BODY_MAX - c->body_len)
+        return -1;
+    if (c->body_len + n > c->body_cap) {
+        size_t cap = c->body_cap ? c->body_cap : 16384;
+        while (cap < c->body_len + n)
+            cap *= 2;
+        if (cap > KUBE_BODY_MAX)
+            cap = KUBE_BODY_MAX;
+        char *grown = realloc(c->body, cap);
+        if (!grown)
+            return -1;
+        c->body = grown;
+        c->body_cap = cap;
+    }
+    memcpy(c->body + c->body_len, p, n);
+    c->body_len += n;
+    return 0;
+}
+
+/* Hands over every complete line. false when a callback took the client
+ * over (a new request or a cancel): stop touching it. */
+static bool deliver_lines(kube_client_t *c, bool at_end)
+{
+    uint64_t gen = c->generation;
+    size_t start = 0;
+    for (;;) {
+        char *nl = memchr(c->body + c->scanned, '\n', c->body_len - c->scanned);
+        size_t end = nl ? (size_t)(nl - c->body) : c->body_len;
+        if (!nl && !(at_end && end > start))
+            break;
+        c->scanned = nl ? end + 1 : end;
+        size_t len = end - start;
+        if (len > 0 && c->body[start + len - 1] == '\r')
+            len--;
+        if (len > 0) {
+            c->cbs.on_line(c->arg, c->body + start, len, c->arrived_ns);
+            if (c->generation != gen)
+                return false;
+        }
+        start = c->scanned;
+        if (!nl)
+            break;
+    }
+    memmove(c->body, c->body + start, c->body_len - start);
+    c->body_len -= start;
+    c->scanned = c->body_len;
+    return true;
+}
+
+/* Decoded body bytes. false when the request is over (failed, or taken
+ * over by a callback). */
+static bool take_data(kube_client_t *c, const char *p, size_t n)
+{
+    if (n == 0)
+        return true;
+    if (body_append(c, p, n) < 0) {
+        fail(c, c->lines ? "watch event line too long" : "response body too large");
+        return false;
+    }
+    return !c->lines || deliver_lines(c, false);
+}
+
+/* The message is complete. */
+static void body_done(kube_client_t *c)
+{
+    if (c->lines && !deliver_lines(c, true))
+        return;
+    finish(c, true, NULL, NULL);
+}
+
+/* Raw body bytes as read. false when the request is over. */
+static bool feed_body(kube_client_t *c, const char *p, size_t n)
+{
+    switch (c->resp.body) {
+    case HTTP_BODY_NONE:
+        body_done(c);
+        return false;
+    case HTTP_BODY_LENGTH: {
+        size_t take = n < c->length_left ? n : (size_t)c->length_left;
+        if (!take_data(c, p, take))
+            return false;
+        c->length_left -= take;
+        if (c->length_left == 0) {
+            body_done(c);
+            return false;
+        }
+        return true;
+    }
+    case HTTP_BODY_UNTIL_CLOSE:
+        return take_data(c, p, n);
+    case HTTP_BODY_CHUNKED:
+        /* Every step consumes at least one byte until the message ends. */
+        while (n > 0 && !http_chunked_done(&c->chunked)) {
+            http_slice_t data;
+            ssize_t used = http_chunked_step(&c->chunked, p, n, &data);
+            if (used < 0) {
+                fail(c, "invalid chunked body");
+                return false;
+            }
+            if (!take_data(c, HTTP_SLICE_PTR(p, data), data.len))
+                return false;
+            if (used == 0)
+                break;
+            p += used;
+            n -= (size_t)used;
+        }
+        if (http_chunked_done(&c->chunked)) {
+            body_done(c);
+            return false;
+        }
+        return true;
+    }
+    return true;
+}
+
+static bool on_head(kube_client_t *c, size_t head_len)
+{
+    c->state = KC_BODY;
+    c->lines = c->mode == KUBE_BODY_LINES && c->resp.status >= 200 && c->resp.status < 300;
+    c->length_left = c->resp.content_length > 0 ? (uint64_t)c->resp.content_length : 0;
+    if (c->resp.body == HTTP_BODY_LENGTH && c->length_left > KUBE_BODY_MAX) {
+        fail(c, "response body too large");
+        return false;
+    }
+    http_chunked_init(&c->chunked);
+    arm_timer(c, c->idle_timeout_ms);
+    if (c->resp.body == HTTP_BODY_LENGTH && c->length_left == 0) {
+        body_done(c);
+        return false;
+    }
+    return feed_body(c, c->head + head_len, c->head_len - head_len);
+}
+
+/* Bytes from the socket. false when the request is over. */
+static bool got_bytes(kube_client_t *c, size_t n)
+{
+    c->arrived_ns = clock_monotonic_ns();
+    if (c->state == KC_BODY) {
+        arm_timer(c, c->idle_timeout_ms);
+        return feed_body(c, c->head, n);
+    }
+    c->head_len += n;
+    static const http_limits_t limits = {HEAD_MAX, HEAD_FIELDS, 0};
+    int rc = http_response_parse(c->head, c->head_len, &limits, false, &c->resp);
+    if (rc < 0) {
+        finish(c, false, "invalid response head", c->resp.error);
+        return false;
+    }
+    if (rc == 0)
+        return true;
+    if (c->resp.status < 200) {
+        /* An interim answer; the real one follows it. */
+        memmove(c->head, c->head + rc, c->head_len - (size_t)rc);
+        c->head_len -= (size_t)rc;
+        http_response_reset(&c->resp);
+        return c->head_len == 0 || got_bytes(c, 0);
+    }
+    return on_head(c, (size_t)rc);
+}
+
+static void do_read(kube_client_t *c)
+{
+    for (int i = 0; i < READS_PER_WAKE; i++) {
+        char *at = c->state == KC_BODY ? c->head : c->head + c->head_len;
+        size_t room = c->state == KC_BODY ? sizeof c->head : sizeof c->head - c->head_len;
+        if (room == 0) {
+            fail(c, "response head too large");
+            return;
+        }
+        ssize_t n = sockio_read(&c->io, at, room);
+        if (n == SOCKIO_WANT_READ || n == SOCKIO_WANT_WRITE) {
+            wait_io(c, n == SOCKIO_WANT_READ ? EV_READ : EV_WRITE);
+            return;
+        }
+        if (n < 0) {
+            fail(c, c->state == KC_BODY ? "connection lost during the body" : "connection lost");
+            return;
+        }
+        if (n == 0) {
+            if (c->state == KC_BODY && c->resp.body == HTTP_BODY_UNTIL_CLOSE)
+                body_done(c);
+            else
+                fail(c, c->state == KC_BODY ? "connection closed before the body ended"
+                                            : "connection closed before the response head");
+            return;
+        }
+        if (!got_bytes(c, (size_t)n))
+            return;
+    }
+    /* More may be waiting, in the socket or inside OpenSSL: come back soon. */
+    event_active(c->io_ev, EV_READ, 0);
+}
+
+static void do_send(kube_client_t *c)
+{
+    while (c->req_sent < c->req_len) {
+        ssize_t n = sockio_write(&c->io, c->req + c->req_sent, c->req_len - c->req_sent, 0);
+        if (n == SOCKIO_WANT_READ || n == SOCKIO_WANT_WRITE) {
+            wait_io(c, n == SOCKIO_WANT_READ ? EV_READ : EV_WRITE);
+            return;
+        }
+        if (n < 0) {
+            fail(c, "connection lost while sending the request");
+            return;
+        }
+        c->req_sent += (size_t)n;
+    }
+    explicit_bzero(c->req, c->req_len);
+    c->state = KC_HEAD;
+    http_response_init(&c->resp, c->fields, HEAD_FIELDS);
+    c->head_len = 0;
+    do_read(c);
+}
+
+static void tls_failure(kube_client_t *c)
+{
+    char detail[256];
+    long verify = SSL_get_verify_result(c->io.ssl);
+    unsigned long e = ERR_peek_error();
+    if (verify != X509_V_OK)
+        snprintf(detail, sizeof detail, "certificate verify failed: %s",
+                 X509_verify_cert_error_string(verify));
+    else if (e)
+        ERR_error_string_n(e, detail, sizeof detail);
+    else
+        snprintf(detail, sizeof detail, "connection closed");
+    ERR_clear_error();
+    finish(c, false, "TLS handshake failed", detail);
+}
+
+static void do_handshake(kube_client_t *c)
+{
+    /* sockio clears the error queue first: look before it is lost. */
+    int rc = sockio_handshake(&c->io);
+    if (rc == 1) {
+        c->state = KC_SENDING;
+        do_send(c);
+    } else if (rc == SOCKIO_WANT_READ || rc == SOCKIO_WANT_WRITE) {
+        wait_io(c, rc == SOCKIO_WANT_READ ? EV_READ : EV_WRITE);
+    } else {
+        tls_failure(c);
+    }
+}
+
+static int start_tls(kube_client_t *c, char *detail, size_t len)
+{
+    bool attached = sockio_attach_ssl(&c->io, SSL_new(c->tls_ctx));
+    if (!attached || tls_api_prepare(c->io.ssl, c->ep.host, c->insecure, detail, len) < 0) {
+        if (!attached)
+            snprintf(detail, len, "out of memory");
+        ERR_clear_error();
+        return -1;
+    }
+    SSL_set_connect_state(c->io.ssl);
+    c->state = KC_HANDSHAKE;
+    return 0;
+}
+
+static void on_connected(kube_client_t *c)
+{
+    int one = 1;
+    setsockopt(c->io.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!c->tls_ctx) {
+        c->state = KC_SENDING;
+        do_send(c);
+        return;
+    }
+    char detail[256];
+    if (start_tls(c, detail, sizeof detail) < 0) {
+        finish(c, false, "TLS setup failed", detail);
+        return;
+    }
+    do_handshake(c);
+}
+
+/* Tries c->addr and the ones after it. 0 once a connect is under way. */
+static int connect_next(kube_client_t *c, char *err, size_t errlen)
+{
+    int last_errno = 0;
+    for (; c->addr; c->addr = c->addr->ai_next) {
+        int fd = socket(c->addr->ai_family, c->addr->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                        c->addr->ai_protocol);
+        if (fd < 0) {
+            last_errno = errno;
+            continue;
+        }
+        if (connect(fd, c->addr->ai_addr, c->addr->ai_addrlen) != 0 && errno != EINPROGRESS) {
+            last_errno = errno;
+            close(fd);
+            continue;
+        }
+        c->io = (sockio_t){.fd = fd, .ssl = NULL};
+        c->io_ev = event_new(c->base, fd, EV_WRITE, on_io, c);
+        if (!c->io_ev) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        c->state = KC_CONNECTING;
+        event_add(c->io_ev, NULL);
+        return 0;
+    }
+    snprintf(err, errlen, "connect to %s: %s", c->ep.authority,
+             last_errno ? strerror(last_errno) : "no address");
+    return -1;
+}
+
+static void connect_done(kube_client_t *c)
+{
+    int so_error = 0;
+    socklen_t len = sizeof so_error;
+    if (getsockopt(c->io.fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0)
+        so_error = errno;
+    if (so_error == 0) {
+        on_connected(c);
+        return;
+    }
+    /* Refused on this address: the next one, if any. */
+    event_free(c->io_ev);
+    c->io_ev = NULL;
+    sockio_close(&c->io);
+    c->addr = c->addr->ai_next;
+    char err[512];
+    if (connect_next(c, err, sizeof err) < 0) {
+        snprintf(err, sizeof err, "connect to %s: %s", c->ep.authority, strerror(so_error));
+        finish(c, false, "cannot connect", err);
+    }
+}
+
+static void on_io(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    kube_client_t *c = arg;
+    switch (c->state) {
+    case KC_CONNECTING:
+        connect_done(c);
+        break;
+    case KC_HANDSHAKE:
+        do_handshake(c);
+        break;
+    case KC_SENDING:
+        do_send(c);
+        break;
+    case KC_HEAD:
+    case KC_BODY:
+        do_read(c);
+        break;
+    case KC_IDLE:
+        break;
+    }
+}
+
+static void on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    kube_client_t *c = arg;
+    fail(c, c->state == KC_BODY ? "no data from the API server within the idle timeout"
+                                : "no response head within the request timeout");
+}
+
+static int build_request(kube_client_t *c, const char *target, const char *token)
+{
+    static const char fmt[] = "GET %s HTTP/1.1\r\n"
+                              "Host: %s\r\n"
+                              "User-Agent: skewgate\r\n"
+                              "Accept: application/json\r\n"
+                              "%s%s%s"
+                              "Connection: close\r\n"
+                              "\r\n";
+    const char *auth = token ? "Authorization: Bearer " : "";
+    int n = snprintf(NULL, 0, fmt, target, c->ep.authority, auth, token ? token : "",
+                     token ? "\r\n" : "");
+    if (n < 0 || !(c->req = malloc((size_t)n + 1)))
+        return -1;
+    snprintf(c->req, (size_t)n + 1, fmt, target, c->ep.authority, auth, token ? token : "",
+             token ? "\r\n" : "");
+    c->req_len = (size_t)n;
+    c->req_sent = 0;
+    return 0;
+}
+
+int kube_client_request(kube_client_t *c, const char *target, const char *token,
+                        kube_body_mode_t mode, uint64_t idle_timeout_ms, char *err,
+                        size_t errlen)
+{
+    kube_client_cancel(c);
+    c->mode = mode;
+    c->idle_timeout_ms = idle_timeout_ms;
+    c->body_len = c->scanned = 0;
+    c->lines = false;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG};
+    int rc = getaddrinfo(c->ep.host, c->ep.port, &hints, &c->addrs);
+    if (rc != 0) {
+        c->addrs = NULL;
+        snprintf(err, errlen, "resolve %s: %s", c->ep.host, gai_strerror(rc));
+        return -1;
+    }
+    c->addr = c->addrs;
+    if (build_request(c, target, token) < 0) {
+        snprintf(err, errlen, "out of memory");
+        close_connection(c);
+        return -1;
+    }
+    if (connect_next(c, err, errlen) < 0) {
+        close_connection(c);
+        return -1;
+    }
+    arm_timer(c, KUBE_REQUEST_TIMEOUT_MS);
+    return 0;
+}
+
+kube_client_t *kube_client_new(struct event_base *base, const kube_endpoint_t *ep,
+                               SSL_CTX *tls_ctx, bool insecure, const kube_client_cbs_t *cbs,
+                               void *arg)
+{
+    kube_client_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->base = base;
+    c->ep = *ep;
+    c->tls_ctx = tls_ctx;
+    c->insecure = insecure;
+    c->cbs = *cbs;
+    c->arg = arg;
+    c->io.fd = -1;
+    c->timer = evtimer_new(base, on_timeout, c);
+    if (!c->timer) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void kube_client_free(kube_client_t *c)
+{
+    if (!c)
+        return;
+    close_connection(c);
+    event_free(c->timer);
+    free(c->body);
+    free(c);
+}

@@ -1,0 +1,37 @@
+#include <time.h>
+
+#include "source/source.h"
+
+void source_init(source_t *src, const source_ops_t *ops, struct event_base *base,
+                 source_update_fn update, void *arg)
+{
+    *src = (source_t){.ops = ops, .base = base, .update = update, .arg = arg};
+}
+
+int source_start(source_t *src) { return src->ops->start(src); }
+
+void source_free(source_t *src)
+{
+    if (src)
+        src->ops->destroy(src);
+}
+
+const char *source_kind(const source_t *src) { return src->ops->kind; }
+
+double source_last_sync(const source_t *src) { return src->last_sync; }
+
+uint64_t source_reconnects(const source_t *src) { return src->reconnects; }
+
+void source_synced(source_t *src)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    src->last_sync = (double)now.tv_sec + now.tv_nsec / 1e9;
+}
+
+void source_report(source_t *src, source_state_t state, json_t *object)
+{
+    if (state == SOURCE_PRESENT || state == SOURCE_ABSENT)
+        source_synced(src);
+    src->update(state, object, src->arg);
+}

@@ -1,0 +1,242 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "verdict/snapshot.h"
+
+/* ---- rendering into one growing buffer, then one allocation */
+
+typedef struct render_buf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} render_buf_t;
+
+typedef struct span {
+    size_t offset, len, head_len;
+} span_t;
+
+static void buf_append(render_buf_t *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->len + n)
+            cap *= 2;
+        char *grown = realloc(b->data, cap);
+        if (!grown) {
+            b->failed = true;
+            return;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+}
+
+__attribute__((format(printf, 2, 3)))
+static void buf_printf(render_buf_t *b, const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    /* Header lines are short and built from fixed names and numbers. */
+    if (n < 0 || (size_t)n >= sizeof line)
+        b->failed = true;
+    else
+        buf_append(b, line, (size_t)n);
+}
+
+static const char *const connection_headers[GATE_CONN__COUNT] = {
+    [GATE_CONN_KEEP_ALIVE] = "",
+    [GATE_CONN_CLOSE] = "Connection: close\r\n",
+    [GATE_CONN_KEEP_ALIVE_10] = "Connection: keep-alive\r\n",
+};
+
+typedef struct response_spec {
+    const char *status;         /* "503 Service Unavailable" */
+    const char *content_type;   /* NULL for an empty body */
+    const char *body;
+    size_t body_len;
+} response_spec_t;
+
+static span_t render_response(render_buf_t *b, const response_spec_t *r, const char *reason,
+                              gate_conn_variant_t variant)
+{
+    span_t span = {.offset = b->len};
+    buf_printf(b, "HTTP/1.1 %s\r\n", r->status);
+    if (r->content_type)
+        buf_printf(b, "Content-Type: %s\r\n", r->content_type);
+    buf_printf(b, "Content-Length: %zu\r\nSkewgate-Reason: %s\r\nCache-Control: no-store\r\n%s\r\n",
+               r->body_len, reason, connection_headers[variant]);
+    span.head_len = b->len - span.offset;
+    buf_append(b, r->body, r->body_len);
+    span.len = b->len - span.offset;
+    return span;
+}
+
+static void render_row(render_buf_t *b, const response_spec_t *r, const char *reason,
+                       span_t row[GATE_CONN__COUNT])
+{
+    for (int variant = 0; variant < GATE_CONN__COUNT; variant++)
+        row[variant] = render_response(b, r, reason, variant);
+}
+
+/* ---- explain: a minimal Ignition config that writes the reason */
+
+static const char *const spec_versions[IGNITION_SPEC__COUNT] = {
+    [IGNITION_SPEC_2_2] = "2.2.0", [IGNITION_SPEC_3_0] = "3.0.0", [IGNITION_SPEC_3_1] = "3.1.0",
+    [IGNITION_SPEC_3_2] = "3.2.0", [IGNITION_SPEC_3_3] = "3.3.0", [IGNITION_SPEC_3_4] = "3.4.0",
+};
+
+static const char *const explain_paths[] = {"/etc/issue", "/etc/motd"};
+
+/* RFC 3986 unreserved characters pass; everything else is escaped, which
+ * every data URL parser accepts. */
+static char *data_url(const char *text)
+{
+    static const char prefix[] = "data:,";
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(text);
+    char *url = malloc(sizeof prefix + 3 * n);
+    if (!url)
+        return NULL;
+    memcpy(url, prefix, sizeof prefix - 1);
+    char *p = url + sizeof prefix - 1;
+    for (const unsigned char *s = (const unsigned char *)text; *s; s++) {
+        if ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+            *s == '-' || *s == '.' || *s == '_' || *s == '~') {
+            *p++ = (char)*s;
+        } else {
+            *p++ = '%';
+            *p++ = hex[*s >> 4];
+            *p++ = hex[*s & 15];
+        }
+    }
+    *p = '\0';
+    return url;
+}
+
+/* Spec 2.x names the filesystem and replaces files by default; spec 3.x
+ * fails on an existing file unless told to overwrite. 420 = 0644. */
+static char *explain_body(ignition_spec_t spec, const char *source)
+{
+    bool spec2 = spec == IGNITION_SPEC_2_2;
+    json_t *files = json_array();
+    for (size_t i = 0; i < sizeof explain_paths / sizeof explain_paths[0]; i++) {
+        json_t *file = spec2 ? json_pack("{s:s, s:s}", "filesystem", "root", "path", explain_paths[i])
+                             : json_pack("{s:s, s:b}", "path", explain_paths[i], "overwrite", 1);
+        json_object_set_new(file, "mode", json_integer(0644));
+        json_object_set_new(file, "contents", json_pack("{s:s}", "source", source));
+        json_array_append_new(files, file);
+    }
+    json_t *config = json_pack("{s:{s:s}, s:{s:o}}", "ignition", "version", spec_versions[spec],
+                               "storage", "files", files);
+    char *body = config ? json_dumps(config, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(config);
+    return body;
+}
+
+static void render_explain(render_buf_t *b, const verdict_t *v, const char *reason,
+                           span_t spans[IGNITION_SPEC__COUNT][GATE_CONN__COUNT])
+{
+    char text[sizeof v->message + 64];
+    snprintf(text, sizeof text, "skewgate: this node was not admitted: %s\n", v->message);
+    char *source = data_url(text);
+    if (!source) {
+        b->failed = true;
+        return;
+    }
+    for (int spec = 0; spec < IGNITION_SPEC_UNSUPPORTED; spec++) {
+        char *body = explain_body(spec, source);
+        if (!body) {
+            b->failed = true;
+            break;
+        }
+        response_spec_t r = {"200 OK", "application/json", body, strlen(body)};
+        render_row(b, &r, reason, spans[spec]);
+        free(body);
+    }
+    free(source);
+    response_spec_t bad_request = {"400 Bad Request", NULL, "", 0};
+    render_row(b, &bad_request, reason, spans[IGNITION_SPEC_UNSUPPORTED]);
+}
+
+/* ---- the snapshot */
+
+gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode)
+{
+    const char *reason = verdict_reason_name(v->reason);
+    render_buf_t b = {0};
+    span_t spans[IGNITION_SPEC__COUNT][GATE_CONN__COUNT];
+    char deny_body[sizeof v->message + 64];
+
+    switch (mode) {
+    case REJECT_EXPLAIN:
+        render_explain(&b, v, reason, spans);
+        break;
+    case REJECT_DENY: {
+        int n = snprintf(deny_body, sizeof deny_body, "skewgate: %s: %s\n", reason, v->message);
+        response_spec_t r = {"403 Forbidden", "text/plain; charset=utf-8", deny_body, (size_t)n};
+        render_row(&b, &r, reason, spans[0]);
+        break;
+    }
+    case REJECT_HOLD:
+    default: {
+        response_spec_t r = {"503 Service Unavailable", NULL, "", 0};
+        render_row(&b, &r, reason, spans[0]);
+        break;
+    }
+    }
+    if (mode != REJECT_EXPLAIN)
+        for (int spec = 1; spec < IGNITION_SPEC__COUNT; spec++)
+            memcpy(spans[spec], spans[0], sizeof spans[0]);
+
+    gate_snapshot_t *s = b.failed ? NULL : malloc(sizeof *s + b.len);
+    if (s) {
+        atomic_init(&s->refs, 1);
+        s->admit = v->decision == DECISION_ADMIT;
+        s->mode = mode;
+        s->verdict = *v;
+        memcpy(s->bytes, b.data, b.len);
+        for (int spec = 0; spec < IGNITION_SPEC__COUNT; spec++)
+            for (int variant = 0; variant < GATE_CONN__COUNT; variant++) {
+                const span_t *span = &spans[spec][variant];
+                s->responses[spec][variant] = (gate_response_t){
+                    s->bytes + span->offset, span->len, span->head_len};
+            }
+    }
+    free(b.data);
+    return s;
+}
+
+gate_snapshot_t *gate_snapshot_ref(gate_snapshot_t *s)
+{
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    return s;
+}
+
+void gate_snapshot_unref(gate_snapshot_t *s)
+{
+    /* acq_rel: the freeing thread must see every other holder's reads done. */
+    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+        free(s);
+}
+
+const gate_response_t *gate_snapshot_reject(const gate_snapshot_t *s, int spec_index,
+                                            gate_conn_variant_t variant)
+{
+    if (spec_index < 0 || spec_index >= IGNITION_SPEC__COUNT)
+        spec_index = IGNITION_SPEC_UNSUPPORTED;
+    if ((unsigned)variant >= GATE_CONN__COUNT)
+        variant = GATE_CONN_CLOSE;
+    return &s->responses[spec_index][variant];
+}
