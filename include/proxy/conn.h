@@ -1,6 +1,7 @@
 /* conn: one client connection: TLS handshake, request heads, admission,
- * locally answered responses, keep-alive and pipelining. The upstream
- * exchange of an admitted request lives in proxy.c. */
+ * locally answered responses, keep-alive and pipelining. An admitted
+ * request goes to the exchange the connection embeds (exchange.h), which
+ * answers through the functions below. */
 #ifndef SKEWGATE_CONN_H
 #define SKEWGATE_CONN_H
 
@@ -9,13 +10,14 @@
 #include <sys/socket.h>
 #include <event2/event_struct.h>
 
-#include "http/message.h"
-#include "http/chunked.h"
+#include "conf/config.h"
+#include "core/buf_pool.h"
+#include "http/request.h"
 #include "os/sockio.h"
-#include "verdict/verdict.h"
+#include "proxy/accesslog.h"
+#include "proxy/exchange.h"
 
 struct worker;
-struct upstream_conn;
 struct gate_snapshot;
 
 /* What the connection's single deadline stands for. */
@@ -30,29 +32,34 @@ typedef enum {
     CONN_HANDSHAKE,
     CONN_READ_HEAD,
     CONN_WRITE_LOCAL,   /* a response of our own is being written */
-    CONN_QUEUED,        /* waiting for an upstream slot */
-    CONN_UPSTREAM,      /* request with the upstream; nothing sent to the client yet */
-    CONN_RELAY,         /* response head sent; streaming the body */
+    CONN_EXCHANGE,      /* the request is the exchange's until it answers */
     CONN_CLOSED,        /* resources released; freed once the callback unwinds */
 } conn_state_t;
 
-/* What the access log says of a request. */
-typedef struct conn_request_log {
-    uint32_t method_off, method_len;
-    uint32_t path_off, path_len;
-    uint32_t ua_off, ua_len;
-    char pool[64];
-    const char *decision;   /* "admit", "reject", "pass" (not gated), "error" */
-    const char *reason;     /* verdict reason or local error cause; NULL if none */
-    int status;
-    uint64_t bytes;         /* body and head bytes sent to the client */
-    uint64_t start_ns;
-    uint64_t upstream_start_ns, upstream_ns;  /* upstream_ns: time with the upstream */
-} conn_request_log_t;
+/* One worker's connections and what their heads are read with. */
+typedef struct conn_set {
+    struct conn *open;              /* every open connection */
+    struct conn *closed;            /* closed, to be freed by reap_ev */
+    struct event reap_ev;
+    uint32_t n_open;
+    buf_pool_t head_bufs;           /* limits.max_header_bytes each */
+    /* A request is parsed and dispatched before the next one is looked
+     * at, so one parse result per worker suffices. */
+    http_request_t req;
+    http_header_t *req_fields;
+    http_limits_t limits;
+    char *path;                     /* the decoded, cleaned path */
+    size_t path_cap;
+    const struct timeval *tv_send;
+} conn_set_t;
+
+int conn_set_init(conn_set_t *s, struct event_base *base, const config_limits_t *lim, char *err, size_t errlen);
+/* Frees what is left; the connections must be closed and reaped. */
+void conn_set_destroy(conn_set_t *s);
 
 typedef struct conn {
     struct worker *w;
-    struct conn *prev, *next;   /* the worker's list */
+    struct conn *prev, *next;   /* the set's list */
     sockio_t io;
     struct event rev, wev, timer;
     conn_state_t state;
@@ -80,46 +87,35 @@ typedef struct conn {
     struct gate_snapshot *out_ref;  /* keeps `out` alive while it is written */
     bool close_after;
 
-    /* Admitted request: relay buffer and upstream. */
-    char *rbuf;
-    size_t r_off, r_len;
-    struct upstream_conn *up;
-    struct conn *queue_next;
-    bool has_slot;          /* counts against the worker's upstream cap */
-    bool retried;           /* a stale pooled connection was replaced once */
-    uint8_t up_phase;       /* PROXY_SEND, PROXY_HEAD, PROXY_BODY */
-    bool body_done;
-    bool up_reusable;       /* the upstream may go back to the pool */
-    bool until_close;       /* response body ends when the upstream closes */
-    bool chunked;
-    int64_t body_left;      /* Content-Length bytes still to come */
-    http_chunked_t chunk;
-    int pipe_r, pipe_w;     /* splice relay (plain to plain), -1 when none */
-    size_t pipe_len;        /* body bytes in the pipe, not yet sent */
-
-    conn_request_log_t log;
+    exchange_t exchange;    /* an admitted request's upstream side */
+    request_log_t log;
 } conn_t;
 
 void conn_accept(struct worker *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx);
 void conn_close(conn_t *c);
 /* Stopping: closes the connections that sit between requests. */
-void conn_close_idle(struct worker *w);
-/* Tear-down: closes every connection. */
-void conn_close_all(struct worker *w);
-/* Frees the connections closed so far (their callbacks have returned). */
-void conn_reap(struct worker *w);
-/* Called by proxy.c once the exchange ended and the response is fully
- * written: logs, then goes on with the next request or closes. */
-void conn_request_done(conn_t *c);
+void conn_close_idle(conn_set_t *s);
+/* Tear-down: closes and frees every connection. */
+void conn_close_all(conn_set_t *s);
+
+/* For the exchange. */
+/* The parsed head of the request being answered: valid until the call
+ * that handed the request over returns. */
+const http_request_t *conn_request(const conn_t *c);
+/* The exchange ended: complete, the response is fully written and the
+ * connection goes on with the next request; not complete, the client
+ * must not take what it got as whole, so the connection closes. */
+void conn_response_done(conn_t *c, bool complete);
 /* The connection closes once the response under way is out. */
 bool conn_will_close(const conn_t *c);
+/* The response can only end with the connection (a body framed by close). */
+void conn_keep_alive_off(conn_t *c);
 /* An error answered with an empty body: status, reason, whether to close. */
 void conn_send_error(conn_t *c, int status, const char *reason, bool close_after);
 /* Sets the connection's deadline (header, idle or queue) ms from now, or
  * clears it (CONN_DEADLINE_NONE). Moving it later costs a store: the timer
  * re-arms itself when it fires early, so requests do not touch the timer. */
 void conn_deadline(conn_t *c, conn_deadline_t kind, uint64_t ms);
-/* Resumes writing after the socket became writable (EV_WRITE callback helper). */
 void conn_arm_write(conn_t *c, bool on);
 void conn_arm_read(conn_t *c, bool on);
 

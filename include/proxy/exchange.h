@@ -1,22 +1,75 @@
-/* proxy: the upstream exchange of an admitted request: an upstream slot
- * (cap + bounded queue), a pooled or new upstream connection, the request
- * sent with hop-by-hop headers dropped, the response head checked and
- * rewritten, the body streamed with backpressure both ways. */
-#ifndef SKEWGATE_PROXY_H
-#define SKEWGATE_PROXY_H
+/* exchange: the upstream side of one admitted request. It takes an
+ * upstream slot (or waits in the bounded queue), gets a pooled or new
+ * upstream connection, sends the rewritten request, checks and rewrites
+ * the response head, and hands the body to the relay. The connection
+ * (conn.c) embeds one exchange and only calls the functions below; the
+ * exchange changes the connection only through conn.h's functions. */
+#ifndef SKEWGATE_EXCHANGE_H
+#define SKEWGATE_EXCHANGE_H
 
-#include "proxy/conn.h"
+#include <stdbool.h>
+#include <stdint.h>
 
-/* The request head is c->ibuf[0..c->head_len) parsed into c->w->req. */
-void proxy_start(conn_t *c);
-/* The client connection goes away mid-exchange: release the upstream. */
-void proxy_abort(conn_t *c);
-/* The client became writable while relaying. */
-void proxy_on_client_writable(conn_t *c);
-/* An event on the upstream connection of a request (upstream.c). */
-struct upstream_conn;
-void proxy_on_upstream(struct upstream_conn *u, short what);
-/* Queue timer expired for a queued connection. */
-void proxy_queue_timeout(conn_t *c);
+#include "conf/config.h"
+#include "core/buf_pool.h"
+#include "http/request.h"
+#include "http/response.h"
+#include "os/pipe.h"
+#include "proxy/accesslog.h"
+#include "proxy/metrics.h"
+#include "proxy/queue.h"
+#include "proxy/relay.h"
+#include "proxy/upstream.h"
+
+struct conn;
+
+/* One worker's exchanges: what they share. */
+typedef struct exchange_ctx {
+    const config_t *cfg;
+    metrics_worker_t *metrics;
+    slot_queue_t slots;             /* upstream.max_concurrent / workers, and the queue */
+    upstream_pool_t upstream;
+    buf_pool_t bufs;                /* relay buffers: the request, then the response */
+    pipe_pool_t pipes;              /* splice relays */
+    http_limits_t limits;
+    http_response_t resp;           /* the head being parsed: one at a time per worker */
+    http_header_t *resp_fields;
+    char *head_out;                 /* the rewritten response head */
+    size_t head_out_cap;
+    const struct timeval *tv_response;
+} exchange_ctx_t;
+
+/* n_workers shares the gate's caps out. 0, or -1 with err set. */
+int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, const config_t *cfg, unsigned n_workers,
+                      SSL_CTX *upstream_tls, metrics_worker_t *metrics, char *err, size_t errlen);
+/* Stopping: idle upstream connections close, none is kept after use. */
+void exchange_ctx_stop(exchange_ctx_t *x);
+void exchange_ctx_destroy(exchange_ctx_t *x);
+
+typedef struct exchange {
+    struct conn *conn;
+    exchange_ctx_t *ctx;
+    request_log_t *log;
+    slot_waiter_t waiter;
+    upstream_conn_t *up;
+    char *buf;                      /* from ctx->bufs while the exchange lasts */
+    size_t off, len;                /* the request being sent, or the head being read */
+    size_t req_len;                 /* the request, kept at the buffer's front for a retry */
+    relay_t relay;
+    uint8_t phase;
+    bool has_slot;
+    bool retried;                   /* a stale pooled connection was replaced once */
+    bool up_reusable;               /* the upstream may go back to the pool */
+} exchange_t;
+
+/* The request head is the connection's, parsed in req. Answers through
+ * the connection: an error of the gate's own, or the relayed response. */
+void exchange_start(exchange_t *x, struct conn *c, exchange_ctx_t *ctx, request_log_t *log);
+/* The connection goes away mid-exchange: give everything back. */
+void exchange_abort(exchange_t *x);
+/* The client became writable while the body is relayed. */
+void exchange_on_client_writable(exchange_t *x);
+/* The connection's queue deadline passed while waiting for a slot. */
+void exchange_queue_timeout(exchange_t *x);
 
 #endif

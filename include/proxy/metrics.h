@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proxy/reason.h"
 #include "verdict/verdict.h"
 
 /* Pool names come from clients: each worker counts the first
@@ -20,13 +21,6 @@
 #define METRICS_POOL_OTHER METRICS_POOLS
 #define METRICS_POOL_LEN 64
 
-typedef enum {
-    METRICS_ADMIT,
-    METRICS_REJECT,
-    METRICS_PASS,
-    METRICS_ERROR,
-    METRICS_N_DECISIONS
-} metrics_decision_t;
 
 /* Statuses the gate answers itself or commonly relays have a series each;
  * any other status is counted by class ("2xx", ...), and one out of
@@ -37,16 +31,6 @@ enum { METRICS_N_CODES = 31 };
 #define METRICS_N_BUCKETS 14
 extern const double metrics_bucket_bounds[METRICS_N_BUCKETS];
 
-typedef enum {
-    METRICS_UP_CONNECT,        /* refused, TLS setup or handshake failed */
-    METRICS_UP_TIMEOUT,        /* connect or response timeout (504) */
-    METRICS_UP_CLOSED,         /* closed or failed mid-exchange, response truncated */
-    METRICS_UP_BAD_RESPONSE,   /* unparseable or oversized response head, bad chunking */
-    METRICS_UP_QUEUE_FULL,     /* no upstream slot and the wait queue is full (503) */
-    METRICS_UP_QUEUE_TIMEOUT,  /* waited queue_timeout for a slot (503) */
-    METRICS_UP_OTHER,          /* e.g. a request head too large to forward */
-    METRICS_N_UPSTREAM_ERRORS
-} metrics_upstream_error_t;
 
 typedef _Atomic uint64_t metrics_counter_t;
 
@@ -57,7 +41,7 @@ typedef struct metrics_worker {
     uint32_t last_pool;     /* the owner's lookup hint; only it reads this */
     char pool_names[METRICS_POOLS][METRICS_POOL_LEN];
 
-    metrics_counter_t requests[METRICS_POOLS + 1][METRICS_N_DECISIONS][METRICS_N_CODES];
+    metrics_counter_t requests[METRICS_POOLS + 1][REQUEST__DECISIONS][METRICS_N_CODES];
     metrics_counter_t duration_buckets[METRICS_N_BUCKETS + 1];   /* not cumulative */
     metrics_counter_t duration_sum_ns;
     metrics_counter_t upstream_errors[METRICS_N_UPSTREAM_ERRORS];
@@ -92,15 +76,9 @@ static inline void metrics_upstream_error(metrics_worker_t *m, metrics_upstream_
     metrics_add(&m->upstream_errors[kind], 1);
 }
 
-/* One finished request. decision is the access log's word ("admit",
- * "reject", "pass", "error"; NULL counts as "error"); pool is "" for
- * ungated paths. */
-void metrics_request(metrics_worker_t *m, const char *pool, const char *decision, int status,
+/* One finished request; pool is "" for ungated paths. */
+void metrics_request(metrics_worker_t *m, const char *pool, request_decision_t decision, int status,
                      uint64_t duration_ns);
-
-/* What an upstream failure answered with `reason` (proxy.c's words:
- * "UpstreamConnect", "UpstreamTimeout", ...) counts as. */
-metrics_upstream_error_t metrics_upstream_kind(int status, const char *reason);
 
 /* The gate-wide values rendered next to the workers' counters. */
 typedef struct metrics_gate {

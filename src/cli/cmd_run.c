@@ -18,6 +18,7 @@
 #include "tls/tls.h"
 #include "source/controller.h"
 #include "proxy/worker.h"
+#include "os/socket.h"
 #include "core/addr.h"
 
 typedef struct gate {
@@ -114,7 +115,7 @@ static int gate_open_listeners(gate_t *g, char *err, size_t errlen)
         struct sockaddr_storage ss = lc->addr.ss;
         for (unsigned w = 0; w < g->n_workers; w++) {
             char why[256];
-            int fd = worker_listen_socket(&ss, lc->addr.len, why, sizeof why);
+            int fd = socket_listen(&ss, lc->addr.len, why, sizeof why);
             if (fd < 0) {
                 snprintf(err, errlen, "listener %s: %s", lc->addr.text, why);
                 return -1;
@@ -221,7 +222,7 @@ static int gate_run(gate_t *g)
         goto fail;
     }
     for (unsigned i = 0; i < g->n_workers; i++)
-        if (worker_init(&g->workers[i], i, g->cfg, g->listen_fds + (size_t)i * g->cfg->n_listeners,
+        if (worker_init(&g->workers[i], g->n_workers, g->cfg, g->listen_fds + (size_t)i * g->cfg->n_listeners,
                         g->listener_tls, g->upstream_tls, err, sizeof err) < 0)
             goto fail;
     /* The controller publishes its first verdict as soon as it exists. */
@@ -307,12 +308,7 @@ int cmd_run(int argc, char **argv)
     }
     log_set_level(g.cfg->log.level);
     signal(SIGPIPE, SIG_IGN);
-    if (g.cfg->workers) {
-        g.n_workers = g.cfg->workers;
-    } else {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        g.n_workers = n > 0 ? (unsigned)n : 1;
-    }
-    g.cfg->workers = g.n_workers;
+    /* "auto" was resolved when the config was loaded. */
+    g.n_workers = g.cfg->workers;
     return gate_run(&g);
 }

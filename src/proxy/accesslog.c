@@ -6,8 +6,6 @@
 
 #include "proxy/accesslog.h"
 #include "core/clock.h"
-#include "proxy/conn.h"
-#include "proxy/worker.h"
 #include "core/addr.h"
 
 /* Appends s as the inside of a JSON string; never writes past cap. */
@@ -33,18 +31,18 @@ static size_t accesslog_escape(char *out, size_t at, size_t cap, const char *s, 
     return at;
 }
 
-static const char *accesslog_time(worker_t *w, int *ms)
+static const char *accesslog_time(accesslog_clock_t *clk, int *ms)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-    if (ts.tv_sec != w->log_sec) {
+    if (ts.tv_sec != clk->sec) {
         struct tm tm;
         gmtime_r(&ts.tv_sec, &tm);
-        strftime(w->log_time, sizeof w->log_time, "%Y-%m-%dT%H:%M:%S", &tm);
-        w->log_sec = ts.tv_sec;
+        strftime(clk->text, sizeof clk->text, "%Y-%m-%dT%H:%M:%S", &tm);
+        clk->sec = ts.tv_sec;
     }
     *ms = (int)(ts.tv_nsec / 1000000);
-    return w->log_time;
+    return clk->text;
 }
 
 static size_t accesslog_str(char *out, size_t at, size_t cap, const char *key, const char *s, size_t len)
@@ -58,36 +56,36 @@ static size_t accesslog_str(char *out, size_t at, size_t cap, const char *key, c
     return at;
 }
 
-void accesslog_write(conn_t *c)
+void accesslog_write(accesslog_clock_t *clk, const request_log_t *log, const char *head,
+                     const struct sockaddr_storage *peer_addr, bool tls)
 {
-    worker_t *w = c->w;
     char line[2048];
     size_t cap = sizeof line - 2, at;
     int ms;
-    const char *when = accesslog_time(w, &ms);
+    const char *when = accesslog_time(clk, &ms);
     char peer[ADDR_IP_TEXT_LEN];
-    addr_ip_text(&c->peer, peer, sizeof peer);
-    unsigned port = addr_port(&c->peer);
+    addr_ip_text(peer_addr, peer, sizeof peer);
+    unsigned port = addr_port(peer_addr);
     uint64_t now_ns = clock_monotonic_ns();
-    double dur = c->log.start_ns ? (double)(now_ns - c->log.start_ns) / 1e9 : 0.0;
-    double up = (double)c->log.upstream_ns / 1e9;
+    double dur = log->start_ns ? (double)(now_ns - log->start_ns) / 1e9 : 0.0;
+    double up = (double)log->upstream_ns / 1e9;
     at = (size_t)snprintf(line, cap, "{\"time\":\"%s.%03dZ\",\"level\":\"info\",\"event\":\"access\",\"client\":\"%s\","
                           "\"client_port\":%u", when, ms, peer, port);
-    const char *ib = c->ibuf ? c->ibuf : "";
-    at = accesslog_str(line, at, cap, "method", ib + c->log.method_off, c->ibuf ? c->log.method_len : 0);
-    at = accesslog_str(line, at, cap, "path", ib + c->log.path_off, c->ibuf ? c->log.path_len : 0);
-    at = accesslog_str(line, at, cap, "pool", c->log.pool, strlen(c->log.pool));
-    const char *decision = c->log.decision ? c->log.decision : "error";
+    const char *ib = head ? head : "";
+    at = accesslog_str(line, at, cap, "method", ib + log->method_off, head ? log->method_len : 0);
+    at = accesslog_str(line, at, cap, "path", ib + log->path_off, head ? log->path_len : 0);
+    at = accesslog_str(line, at, cap, "pool", log->pool, strlen(log->pool));
+    const char *decision = request_decision_name(log->decision);
     at = accesslog_str(line, at, cap, "decision", decision, strlen(decision));
-    if (c->log.reason)
-        at = accesslog_str(line, at, cap, "reason", c->log.reason, strlen(c->log.reason));
+    if (log->reason)
+        at = accesslog_str(line, at, cap, "reason", log->reason, strlen(log->reason));
     if (at < cap)
         at += (size_t)snprintf(line + at, cap - at,
                                ",\"status\":%d,\"bytes\":%llu,\"duration\":%.6f,\"upstream_time\":%.6f,\"tls\":%s",
-                               c->log.status, (unsigned long long)c->log.bytes, dur, up, c->tls ? "true" : "false");
+                               log->status, (unsigned long long)log->bytes, dur, up, tls ? "true" : "false");
     if (at > cap)
         at = cap;
-    at = accesslog_str(line, at, cap, "user_agent", ib + c->log.ua_off, c->ibuf ? c->log.ua_len : 0);
+    at = accesslog_str(line, at, cap, "user_agent", ib + log->ua_off, head ? log->ua_len : 0);
     if (at > cap)
         at = cap;
     line[at++] = '}';

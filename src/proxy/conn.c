@@ -6,15 +6,15 @@
 #include <unistd.h>
 #include <netinet/in.h>
 
-#include "proxy/accesslog.h"
-#include "proxy/conn.h"
-#include "http/message.h"
-#include "http/path.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "http/path.h"
+#include "proxy/accesslog.h"
+#include "proxy/conn.h"
 #include "proxy/exchange.h"
-#include "verdict/snapshot.h"
+#include "proxy/local_response.h"
 #include "proxy/worker.h"
+#include "verdict/snapshot.h"
 
 static void conn_on_read(evutil_socket_t fd, short what, void *arg);
 static void conn_on_write(evutil_socket_t fd, short what, void *arg);
@@ -22,6 +22,50 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg);
 static void conn_read_head(conn_t *c);
 static void conn_process_input(conn_t *c);
 static void conn_process_heads(conn_t *c, worker_t *w);
+
+static void conn_on_reap(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_set_t *s = arg;
+    while (s->closed) {
+        conn_t *c = s->closed;
+        s->closed = c->next;
+        free(c);
+    }
+}
+
+int conn_set_init(conn_set_t *s, struct event_base *base, const config_limits_t *lim, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    evtimer_assign(&s->reap_ev, base, conn_on_reap, s);
+    s->limits = (http_limits_t){lim->max_header_bytes, lim->max_headers, lim->max_uri_bytes};
+    s->req_fields = calloc(lim->max_headers, sizeof *s->req_fields);
+    s->path_cap = lim->max_uri_bytes + 1;
+    s->path = malloc(s->path_cap);
+    if (!s->req_fields || !s->path || buf_pool_init(&s->head_bufs, lim->max_header_bytes, 256) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    http_request_init(&s->req, s->req_fields, lim->max_headers);
+    struct timeval tv = clock_timeval(lim->send_timeout_ms);
+    s->tv_send = event_base_init_common_timeout(base, &tv);
+    return 0;
+}
+
+void conn_set_destroy(conn_set_t *s)
+{
+    conn_on_reap(-1, 0, s);
+    if (s->head_bufs.free)
+        buf_pool_destroy(&s->head_bufs);
+    free(s->req_fields);
+    free(s->path);
+}
+
+const http_request_t *conn_request(const conn_t *c)
+{
+    return &c->w->conns.req;
+}
 
 void conn_arm_read(conn_t *c, bool on)
 {
@@ -40,7 +84,7 @@ void conn_arm_write(conn_t *c, bool on)
         return;
     c->write_waiting = on;
     if (on)
-        event_add(&c->wev, c->w->tv_send);
+        event_add(&c->wev, c->w->conns.tv_send);
     else
         event_del(&c->wev);
 }
@@ -75,18 +119,18 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
     }
     c->w = w;
     c->io.fd = fd;
-    c->pipe_r = c->pipe_w = -1;
     memcpy(&c->peer, peer, peer_len);
     c->peer_len = peer_len;
     event_assign(&c->rev, w->base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
     event_assign(&c->wev, w->base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
     evtimer_assign(&c->timer, w->base, conn_on_timer, c);
-    w->n_conns++;
+    conn_set_t *s = &w->conns;
+    s->n_open++;
     metrics_conn_opened(&w->metrics, tls_ctx != NULL);
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
+    c->next = s->open;
+    if (s->open)
+        s->open->prev = c;
+    s->open = c;
     c->tls = tls_ctx != NULL;
     if (tls_ctx) {
         if (!sockio_attach_ssl(&c->io, SSL_new(tls_ctx))) {
@@ -106,69 +150,59 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
 }
 
 /* A connection can be closed deep inside its own callback chain, so the
- * memory outlives it until the event loop calls conn_reap: callers only
+ * memory outlives it until the set's reap event frees it: callers only
  * need to look at c->state after a call that may have closed it. */
 void conn_close(conn_t *c)
 {
     worker_t *w = c->w;
+    conn_set_t *s = &w->conns;
     if (c->state == CONN_CLOSED)
         return;
-    if (c->state == CONN_UPSTREAM || c->state == CONN_RELAY || c->state == CONN_QUEUED)
-        proxy_abort(c);
+    if (c->state == CONN_EXCHANGE)
+        exchange_abort(&c->exchange);
     event_del(&c->rev);
     event_del(&c->wev);
     event_del(&c->timer);
     sockio_close(&c->io);
     if (c->ibuf)
-        buf_pool_put(&w->head_bufs, c->ibuf);
-    if (c->rbuf)
-        buf_pool_put(&w->relay_bufs, c->rbuf);
+        buf_pool_put(&s->head_bufs, c->ibuf);
     if (c->out_ref)
         gate_snapshot_unref(c->out_ref);
-    c->ibuf = c->rbuf = NULL;
+    c->ibuf = NULL;
     c->out_ref = NULL;
     if (c->prev)
         c->prev->next = c->next;
     else
-        w->conns = c->next;
+        s->open = c->next;
     if (c->next)
         c->next->prev = c->prev;
     c->state = CONN_CLOSED;
     c->prev = NULL;
-    c->next = w->closed;
-    w->closed = c;
-    event_active(&w->reap_ev, EV_TIMEOUT, 0);
-    w->n_conns--;
+    c->next = s->closed;
+    s->closed = c;
+    event_active(&s->reap_ev, EV_TIMEOUT, 0);
+    s->n_open--;
     metrics_conn_closed(&w->metrics, c->tls);
     atomic_fetch_sub_explicit(&worker_total_conns, 1, memory_order_relaxed);
-    if (w->stopping && w->n_conns == 0)
+    if (w->stopping && s->n_open == 0)
         event_base_loopexit(w->base, NULL);
 }
 
-void conn_close_idle(worker_t *w)
+void conn_close_idle(conn_set_t *s)
 {
     conn_t *next;
-    for (conn_t *c = w->conns; c; c = next) {
+    for (conn_t *c = s->open; c; c = next) {
         next = c->next;
         if ((c->state == CONN_READ_HEAD && c->ilen == 0) || c->state == CONN_HANDSHAKE)
             conn_close(c);
     }
 }
 
-void conn_close_all(worker_t *w)
+void conn_close_all(conn_set_t *s)
 {
-    while (w->conns)
-        conn_close(w->conns);
-    conn_reap(w);
-}
-
-void conn_reap(worker_t *w)
-{
-    while (w->closed) {
-        conn_t *c = w->closed;
-        w->closed = c->next;
-        free(c);
-    }
+    while (s->open)
+        conn_close(s->open);
+    conn_on_reap(-1, 0, s);
 }
 
 /* Drops the finished request's head; pipelined bytes move to the front. */
@@ -181,15 +215,16 @@ static void conn_consume_head(conn_t *c)
     c->head_len = 0;
     if (rest == 0 && c->ibuf) {
         /* Idle keep-alive connections hold no buffer. */
-        buf_pool_put(&c->w->head_bufs, c->ibuf);
+        buf_pool_put(&c->w->conns.head_bufs, c->ibuf);
         c->ibuf = NULL;
     }
 }
 
 static void conn_log_request(conn_t *c)
 {
-    if (c->w->cfg->log.access)
-        accesslog_write(c);
+    worker_t *w = c->w;
+    if (w->cfg->log.access)
+        accesslog_write(&w->log_clock, &c->log, c->ibuf, &c->peer, c->tls);
     uint64_t duration_ns = c->log.start_ns ? clock_monotonic_ns() - c->log.start_ns : 0;
     metrics_request(&c->w->metrics, c->log.pool, c->log.decision, c->log.status, duration_ns);
 }
@@ -230,9 +265,17 @@ static void conn_next_request(conn_t *c)
     }
 }
 
-void conn_request_done(conn_t *c)
+void conn_response_done(conn_t *c, bool complete)
 {
+    c->state = CONN_READ_HEAD;
+    if (!complete)
+        c->keep_alive = false;
     conn_next_request(c);
+}
+
+void conn_keep_alive_off(conn_t *c)
+{
+    c->keep_alive = false;
 }
 
 /* Writes what is left of a local response; true when all is written. */
@@ -279,66 +322,13 @@ static void conn_send_local(conn_t *c, const char *data, size_t len, gate_snapsh
         conn_arm_read(c, false);
 }
 
-static const char *conn_status_text(int status)
-{
-    switch (status) {
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 414: return "URI Too Long";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Error";
-    }
-}
-
-/* Error responses carry an empty body: Go's client (Ignition) retries a
- * 5xx on the same keep-alive connection only when the body is empty. They
- * are rendered once per process, for each way the connection goes on. */
-static const int conn_error_statuses[] = {400, 403, 405, 408, 414, 431, 501, 502, 503, 504, 505};
-#define CONN_N_ERRORS (sizeof conn_error_statuses / sizeof conn_error_statuses[0])
-static char conn_error_responses[CONN_N_ERRORS][GATE_CONN__COUNT][160];
-static size_t conn_error_lengths[CONN_N_ERRORS][GATE_CONN__COUNT];
-static pthread_once_t conn_errors_once = PTHREAD_ONCE_INIT;
-
-static void conn_render_errors(void)
-{
-    static const char *const connection[GATE_CONN__COUNT] = {
-        [GATE_CONN_KEEP_ALIVE] = "",
-        [GATE_CONN_CLOSE] = "Connection: close\r\n",
-        [GATE_CONN_KEEP_ALIVE_10] = "Connection: keep-alive\r\n",
-    };
-    for (size_t i = 0; i < CONN_N_ERRORS; i++) {
-        int status = conn_error_statuses[i];
-        for (int v = 0; v < GATE_CONN__COUNT; v++) {
-            int n = snprintf(conn_error_responses[i][v], sizeof conn_error_responses[i][v],
-                             "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n%s%s\r\n", status,
-                             conn_status_text(status), status == 405 ? "Allow: GET, HEAD\r\n" : "",
-                             connection[v]);
-            conn_error_lengths[i][v] = (size_t)n;
-        }
-    }
-}
-
 void conn_send_error(conn_t *c, int status, const char *reason, bool close_after)
 {
-    pthread_once(&conn_errors_once, conn_render_errors);
-    size_t i = 0;
-    while (i < CONN_N_ERRORS - 1 && conn_error_statuses[i] != status)
-        i++;
-    if (conn_error_statuses[i] != status)
-        status = 400, i = 0;
-    gate_conn_variant_t v = close_after ? GATE_CONN_CLOSE : c->http10 ? GATE_CONN_KEEP_ALIVE_10 : GATE_CONN_KEEP_ALIVE;
+    size_t len;
+    const char *text = local_response(&status, http_conn_variant(!close_after, c->http10), &len);
     c->log.status = status;
     c->log.reason = reason;
-    if (!c->log.decision)
-        c->log.decision = "error";
-    conn_send_local(c, conn_error_responses[i][v], conn_error_lengths[i][v], NULL, close_after);
+    conn_send_local(c, text, len, NULL, close_after);
 }
 
 static void conn_copy_pool(conn_t *c, const char *clean, size_t len)
@@ -360,18 +350,16 @@ static bool conn_path_gated(const config_gate_t *gate, const char *clean, size_t
 
 static void conn_reject(conn_t *c, const gate_snapshot_t *snap)
 {
-    const http_request_t *req = &c->w->req;
+    const http_request_t *req = &c->w->conns.req;
     int spec = 0;
     if (c->w->cfg->gate.reject_mode == REJECT_EXPLAIN) {
         const http_header_t *accept = http_headers_get(&req->headers, HTTP_HDR_ACCEPT);
         spec = accept ? snapshot_ignition_spec(c->ibuf + accept->value.off, accept->value.len)
                       : snapshot_ignition_spec(NULL, 0);
     }
-    gate_conn_variant_t variant = !c->keep_alive ? GATE_CONN_CLOSE
-                                  : c->http10    ? GATE_CONN_KEEP_ALIVE_10
-                                                 : GATE_CONN_KEEP_ALIVE;
-    const gate_response_t *r = gate_snapshot_reject(snap, spec, variant);
-    c->log.decision = "reject";
+    http_conn_variant_t variant = http_conn_variant(c->keep_alive, c->http10);
+    const gate_response_t *r = gate_snapshot_reject(snap, spec, (gate_conn_variant_t)variant);
+    c->log.decision = REQUEST_REJECT;
     c->log.reason = verdict_reason_name(snap->verdict.reason);
     c->log.status = snap->mode == REJECT_HOLD ? 503
                     : snap->mode == REJECT_DENY ? 403
@@ -383,7 +371,7 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap)
 static void conn_dispatch(conn_t *c)
 {
     worker_t *w = c->w;
-    const http_request_t *req = &w->req;
+    const http_request_t *req = &w->conns.req;
     c->log.start_ns = clock_monotonic_ns();
     c->log.method_off = req->method_name.off;
     c->log.method_len = req->method_name.len;
@@ -409,9 +397,9 @@ static void conn_dispatch(conn_t *c)
         conn_send_error(c, 400, "BodyOnGet", true);
         return;
     }
-    char *clean = w->path_scratch;
+    char *clean = w->conns.path;
     size_t clean_len;
-    if (http_path_normalize(c->ibuf + req->path.off, req->path.len, clean, w->path_scratch_len, &clean_len) < 0) {
+    if (http_path_normalize(c->ibuf + req->path.off, req->path.len, clean, w->conns.path_cap, &clean_len) < 0) {
         conn_send_error(c, 400, "BadPath", true);
         return;
     }
@@ -422,12 +410,13 @@ static void conn_dispatch(conn_t *c)
             conn_reject(c, snap);
             return;
         }
-        c->log.decision = "admit";
+        c->log.decision = REQUEST_ADMIT;
         c->log.reason = verdict_reason_name(snap->verdict.reason);
     } else {
-        c->log.decision = "pass";
+        c->log.decision = REQUEST_PASS;
     }
-    proxy_start(c);
+    c->state = CONN_EXCHANGE;
+    exchange_start(&c->exchange, c, &w->exchange, &c->log);
 }
 
 /* Parses and answers the requests buffered in ibuf, until one goes to the
@@ -445,8 +434,8 @@ static void conn_process_heads(conn_t *c, worker_t *w)
     while (c->state == CONN_READ_HEAD && c->ilen > 0) {
         /* The parse state is the worker's, shared by its connections, so
          * each call starts afresh; a head is at most max_header_bytes. */
-        http_request_reset(&w->req);
-        int r = http_request_parse(c->ibuf, c->ilen, &w->http_limits, &w->req);
+        http_request_reset(&w->conns.req);
+        int r = http_request_parse(c->ibuf, c->ilen, &w->conns.limits, &w->conns.req);
         if (r == 0) {
             if (c->deadline_kind != CONN_DEADLINE_HEADER)
                 conn_deadline(c, CONN_DEADLINE_HEADER, w->cfg->limits.header_timeout_ms);
@@ -469,13 +458,13 @@ static void conn_read_head(conn_t *c)
     worker_t *w = c->w;
     for (;;) {
         if (!c->ibuf) {
-            c->ibuf = buf_pool_get(&w->head_bufs);
+            c->ibuf = buf_pool_get(&w->conns.head_bufs);
             if (!c->ibuf) {
                 conn_close(c);
                 return;
             }
         }
-        size_t room = w->head_bufs.size - c->ilen;
+        size_t room = w->conns.head_bufs.size - c->ilen;
         if (room == 0) {
             /* The parser answers 431 before the buffer fills; belt and braces. */
             c->head_len = c->ilen;
@@ -497,7 +486,7 @@ static void conn_read_head(conn_t *c)
         }
         if (n == SOCKIO_WANT_READ) {
             if (c->ilen == 0 && c->ibuf) {
-                buf_pool_put(&w->head_bufs, c->ibuf);
+                buf_pool_put(&w->conns.head_bufs, c->ibuf);
                 c->ibuf = NULL;
             }
             return;
@@ -565,8 +554,8 @@ static void conn_on_write(evutil_socket_t fd, short what, void *arg)
         if (conn_flush_local(c))
             conn_next_request(c);
         break;
-    case CONN_RELAY:
-        proxy_on_client_writable(c);
+    case CONN_EXCHANGE:
+        exchange_on_client_writable(&c->exchange);
         break;
     default:
         conn_arm_write(c, false);
@@ -605,8 +594,8 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
             conn_close(c);
         break;
     case CONN_DEADLINE_QUEUE:
-        if (c->state == CONN_QUEUED)
-            proxy_queue_timeout(c);
+        if (c->state == CONN_EXCHANGE)
+            exchange_queue_timeout(&c->exchange);
         break;
     default:
         break;

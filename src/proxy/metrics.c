@@ -78,52 +78,17 @@ static uint32_t metrics_pool_slot(metrics_worker_t *m, const char *pool)
     return m->last_pool = n;
 }
 
-static metrics_decision_t metrics_decision_of(const char *decision)
-{
-    /* The access log's four words differ in their first letter. */
-    switch (decision ? decision[0] : 'e') {
-    case 'a': return METRICS_ADMIT;
-    case 'r': return METRICS_REJECT;
-    case 'p': return METRICS_PASS;
-    default: return METRICS_ERROR;
-    }
-}
-
-void metrics_request(metrics_worker_t *m, const char *pool, const char *decision, int status,
+void metrics_request(metrics_worker_t *m, const char *pool, request_decision_t decision, int status,
                      uint64_t duration_ns)
 {
     uint32_t p = metrics_pool_slot(m, pool);
-    metrics_add(&m->requests[p][metrics_decision_of(decision)][metrics_code_slot(status)], 1);
+    metrics_add(&m->requests[p][(unsigned)decision < REQUEST__DECISIONS ? decision : REQUEST_ERROR]
+                         [metrics_code_slot(status)], 1);
     unsigned b = 0;
     while (b < METRICS_N_BUCKETS && duration_ns > metrics_bucket_ns[b])
         b++;
     metrics_add(&m->duration_buckets[b], 1);
     metrics_add(&m->duration_sum_ns, duration_ns);
-}
-
-metrics_upstream_error_t metrics_upstream_kind(int status, const char *reason)
-{
-    static const struct {
-        const char *reason;
-        metrics_upstream_error_t kind;
-    } kinds[] = {
-        {"UpstreamConnect", METRICS_UP_CONNECT},
-        {"UpstreamTLS", METRICS_UP_CONNECT},
-        {"UpstreamTLSHandshake", METRICS_UP_CONNECT},
-        {"UpstreamClosed", METRICS_UP_CLOSED},
-        {"UpstreamRead", METRICS_UP_CLOSED},
-        {"UpstreamWrite", METRICS_UP_CLOSED},
-        {"BadUpstreamResponse", METRICS_UP_BAD_RESPONSE},
-        {"BadUpstreamChunking", METRICS_UP_BAD_RESPONSE},
-        {"UpstreamHeadTooLarge", METRICS_UP_BAD_RESPONSE},
-        {"UnexpectedUpgrade", METRICS_UP_BAD_RESPONSE},
-    };
-    if (status == 504)
-        return METRICS_UP_TIMEOUT;
-    for (size_t i = 0; reason && i < sizeof kinds / sizeof kinds[0]; i++)
-        if (!strcmp(reason, kinds[i].reason))
-            return kinds[i].kind;
-    return METRICS_UP_OTHER;
 }
 
 static uint64_t metrics_load(const metrics_counter_t *c)
@@ -157,7 +122,7 @@ static void metrics_head(FILE *f, const char *name, const char *type, const char
 
 typedef struct pool_sum {
     const char *name;
-    uint64_t n[METRICS_N_DECISIONS][METRICS_N_CODES];
+    uint64_t n[REQUEST__DECISIONS][METRICS_N_CODES];
 } pool_sum_t;
 
 typedef struct pool_sums {
@@ -185,7 +150,7 @@ static int pool_sums_add(pool_sums_t *s, const char *name, const metrics_counter
         s->v[i].name = name;
         s->n++;
     }
-    for (size_t d = 0; d < METRICS_N_DECISIONS; d++)
+    for (size_t d = 0; d < REQUEST__DECISIONS; d++)
         for (size_t k = 0; k < METRICS_N_CODES; k++)
             s->v[i].n[d][k] += metrics_load(&c[d][k]);
     return 0;
@@ -201,7 +166,8 @@ static void metrics_put_code(FILE *f, size_t k)
 
 static int metrics_render_requests(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
 {
-    static const char *const decisions[METRICS_N_DECISIONS] = {"admit", "reject", "pass", "error"};
+    /* The order the series have always come in. */
+    static const request_decision_t order[] = {REQUEST_ADMIT, REQUEST_REJECT, REQUEST_PASS, REQUEST_ERROR};
     pool_sums_t sums = {0};
     for (size_t w = 0; w < n_workers; w++) {
         const metrics_worker_t *m = workers[w];
@@ -216,13 +182,14 @@ static int metrics_render_requests(FILE *f, const metrics_worker_t *const *worke
                  "Requests answered, by pool (the first 16 distinct names per worker, then \"other\"; "
                  "\"\" for ungated paths), decision and status code.");
     for (size_t i = 0; i < sums.n; i++)
-        for (size_t d = 0; d < METRICS_N_DECISIONS; d++)
+        for (size_t o = 0; o < REQUEST__DECISIONS; o++)
             for (size_t k = 0; k < METRICS_N_CODES; k++) {
+                request_decision_t d = order[o];
                 if (!sums.v[i].n[d][k])
                     continue;
                 fputs("skewgate_requests_total{pool=\"", f);
                 metrics_put_label(f, sums.v[i].name);
-                fprintf(f, "\",decision=\"%s\",code=\"", decisions[d]);
+                fprintf(f, "\",decision=\"%s\",code=\"", request_decision_name(d));
                 metrics_put_code(f, k);
                 fprintf(f, "\"} %" PRIu64 "\n", sums.v[i].n[d][k]);
             }

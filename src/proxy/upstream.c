@@ -1,120 +1,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
+#include <event2/event.h>
 
-#include "proxy/exchange.h"
+#include "core/clock.h"
+#include "os/socket.h"
 #include "proxy/upstream.h"
-#include "proxy/worker.h"
+#include "tls/tls.h"
 
-static void upstream_pool_remove(worker_t *w, upstream_conn_t *u)
-{
-    for (upstream_conn_t **p = &w->idle_upstreams; *p; p = &(*p)->next) {
-        if (*p == u) {
-            *p = u->next;
-            u->next = NULL;
-            w->n_idle_upstreams--;
-            return;
-        }
-    }
-}
-
-static void upstream_on_event(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    upstream_conn_t *u = arg;
-    if (u->client) {
-        proxy_on_upstream(u, what);
-        return;
-    }
-    /* Pooled and idle: the MCS closed it, sent something unasked, or it
-     * idled out. None of these leaves it usable. */
-    upstream_pool_remove(u->w, u);
-    upstream_close(u);
-}
-
-void upstream_arm_read(upstream_conn_t *u, bool on, const struct timeval *tv)
-{
-    if (on) {
-        event_add(&u->rev, tv);
-    } else if (u->rev_on) {
-        event_del(&u->rev);
-    }
-    u->rev_on = on;
-}
-
-void upstream_arm_write(upstream_conn_t *u, bool on, const struct timeval *tv)
-{
-    if (on) {
-        event_add(&u->wev, tv);
-    } else if (u->wev_on) {
-        event_del(&u->wev);
-    }
-    u->wev_on = on;
-}
-
-upstream_conn_t *upstream_pool_get(worker_t *w)
-{
-    upstream_conn_t *u = w->idle_upstreams;
-    if (!u)
-        return NULL;
-    w->idle_upstreams = u->next;
-    u->next = NULL;
-    w->n_idle_upstreams--;
-    /* Read interest stays on (its callback now goes to the proxy): the
-     * response timeout replaces the idle one without an epoll_ctl. */
-    u->reused = true;
-    return u;
-}
-
-void upstream_pool_put(upstream_conn_t *u)
-{
-    worker_t *w = u->w;
-    u->client = NULL;
-    upstream_arm_write(u, false, NULL);
-    if (w->stopping || w->n_idle_upstreams >= w->cfg->upstream.max_idle) {
-        upstream_close(u);
-        return;
-    }
-    u->next = w->idle_upstreams;
-    w->idle_upstreams = u;
-    w->n_idle_upstreams++;
-    upstream_arm_read(u, true, w->tv_up_idle);
-}
-
-upstream_conn_t *upstream_connect(worker_t *w)
-{
-    const config_addr_t *addr = &w->cfg->upstream.addr;
-    int fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return NULL;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, (const struct sockaddr *)&addr->ss, addr->len) < 0 && errno != EINPROGRESS) {
-        int saved = errno;
-        close(fd);
-        errno = saved;
-        return NULL;
-    }
-    upstream_conn_t *u = calloc(1, sizeof *u);
-    if (!u) {
-        close(fd);
-        errno = ENOMEM;
-        return NULL;
-    }
-    u->io.fd = fd;
-    u->w = w;
-    u->state = UPSTREAM_CONNECTING;
-    event_assign(&u->rev, w->base, fd, EV_READ | EV_PERSIST, upstream_on_event, u);
-    event_assign(&u->wev, w->base, fd, EV_WRITE | EV_PERSIST, upstream_on_event, u);
-    upstream_arm_write(u, true, w->tv_up_connect);
-    return u;
-}
-
-void upstream_close(upstream_conn_t *u)
+static void upstream_close(upstream_conn_t *u)
 {
     upstream_arm_read(u, false, NULL);
     upstream_arm_write(u, false, NULL);
@@ -122,12 +16,205 @@ void upstream_close(upstream_conn_t *u)
     free(u);
 }
 
-void upstream_pool_drain(worker_t *w)
+static void upstream_pool_remove(upstream_pool_t *p, upstream_conn_t *u)
 {
-    while (w->idle_upstreams) {
-        upstream_conn_t *u = w->idle_upstreams;
-        w->idle_upstreams = u->next;
+    for (upstream_conn_t **at = &p->idle; *at; at = &(*at)->next) {
+        if (*at == u) {
+            *at = u->next;
+            u->next = NULL;
+            p->n_idle--;
+            return;
+        }
+    }
+}
+
+void upstream_arm_read(upstream_conn_t *u, bool on, const struct timeval *tv)
+{
+    if (on)
+        event_add(&u->rev, tv);
+    else if (u->rev_on)
+        event_del(&u->rev);
+    u->rev_on = on;
+}
+
+void upstream_arm_write(upstream_conn_t *u, bool on, const struct timeval *tv)
+{
+    if (on)
+        event_add(&u->wev, tv);
+    else if (u->wev_on)
+        event_del(&u->wev);
+    u->wev_on = on;
+}
+
+static void upstream_fail(upstream_conn_t *u, gate_reason_t why)
+{
+    upstream_arm_read(u, false, NULL);
+    upstream_arm_write(u, false, NULL);
+    u->failure = why;
+    u->cb(u, UPSTREAM_FAILED, u->data);
+}
+
+static void upstream_open(upstream_conn_t *u)
+{
+    u->state = UPSTREAM_OPEN;
+    upstream_arm_read(u, false, NULL);
+    upstream_arm_write(u, false, NULL);
+    u->cb(u, UPSTREAM_READY, u->data);
+}
+
+static void upstream_handshake(upstream_conn_t *u)
+{
+    int r = sockio_handshake(&u->io);
+    if (r == 1) {
+        upstream_open(u);
+    } else if (r == SOCKIO_WANT_READ) {
+        upstream_arm_write(u, false, NULL);
+        upstream_arm_read(u, true, u->pool->tv_connect);
+    } else if (r == SOCKIO_WANT_WRITE) {
+        upstream_arm_write(u, true, u->pool->tv_connect);
+    } else {
+        upstream_fail(u, GATE_REASON_UPSTREAM_TLS_HANDSHAKE);
+    }
+}
+
+static void upstream_connected(upstream_conn_t *u)
+{
+    upstream_pool_t *p = u->pool;
+    if (socket_connect_result(u->io.fd) != 0) {
+        upstream_fail(u, GATE_REASON_UPSTREAM_CONNECT);
+        return;
+    }
+    if (!p->tls) {
+        upstream_open(u);
+        return;
+    }
+    if (!sockio_attach_ssl(&u->io, SSL_new(p->tls)) || tls_client_prepare(u->io.ssl, p->cfg) < 0) {
+        upstream_fail(u, GATE_REASON_UPSTREAM_TLS);
+        return;
+    }
+    SSL_set_connect_state(u->io.ssl);
+    u->state = UPSTREAM_HANDSHAKE;
+    upstream_handshake(u);
+}
+
+static void upstream_on_event(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    upstream_conn_t *u = arg;
+    if (!u->cb) {
+        /* Pooled and idle: the MCS closed it, sent something unasked, or
+         * it idled out. None of these leaves it usable. */
+        upstream_pool_remove(u->pool, u);
+        upstream_close(u);
+        return;
+    }
+    switch (u->state) {
+    case UPSTREAM_CONNECTING:
+        if (what & EV_TIMEOUT)
+            upstream_fail(u, GATE_REASON_UPSTREAM_CONNECT_TIMEOUT);
+        else
+            upstream_connected(u);
+        return;
+    case UPSTREAM_HANDSHAKE:
+        if (what & EV_TIMEOUT)
+            upstream_fail(u, GATE_REASON_UPSTREAM_CONNECT_TIMEOUT);
+        else
+            upstream_handshake(u);
+        return;
+    case UPSTREAM_OPEN:
+        u->cb(u, what & EV_TIMEOUT ? UPSTREAM_TIMEOUT : UPSTREAM_IO, u->data);
+        return;
+    }
+}
+
+void upstream_pool_init(upstream_pool_t *p, struct event_base *base, const config_upstream_t *cfg,
+                        SSL_CTX *tls)
+{
+    memset(p, 0, sizeof *p);
+    p->base = base;
+    p->cfg = cfg;
+    p->tls = tls;
+    if (tls)
+        SSL_CTX_up_ref(tls);
+    /* Shared by every connection: libevent keeps such timeouts in O(1)
+     * queues instead of its heap. */
+    struct timeval tv = clock_timeval(cfg->connect_timeout_ms);
+    p->tv_connect = event_base_init_common_timeout(base, &tv);
+    tv = clock_timeval(cfg->idle_timeout_ms);
+    p->tv_idle = event_base_init_common_timeout(base, &tv);
+}
+
+void upstream_pool_close(upstream_pool_t *p)
+{
+    p->closing = true;
+    while (p->idle) {
+        upstream_conn_t *u = p->idle;
+        p->idle = u->next;
         upstream_close(u);
     }
-    w->n_idle_upstreams = 0;
+    p->n_idle = 0;
+}
+
+void upstream_pool_destroy(upstream_pool_t *p)
+{
+    upstream_pool_close(p);
+    SSL_CTX_free(p->tls);
+    p->tls = NULL;
+}
+
+upstream_conn_t *upstream_pool_get(upstream_pool_t *p, upstream_cb cb, void *data)
+{
+    upstream_conn_t *u = p->idle;
+    if (!u)
+        return NULL;
+    p->idle = u->next;
+    u->next = NULL;
+    p->n_idle--;
+    /* Read interest stays on (its events now go to the owner): the
+     * owner's response timeout replaces the idle one without an
+     * epoll_ctl. */
+    u->reused = true;
+    u->cb = cb;
+    u->data = data;
+    return u;
+}
+
+upstream_conn_t *upstream_connect(upstream_pool_t *p, upstream_cb cb, void *data)
+{
+    const config_addr_t *addr = &p->cfg->addr;
+    int fd = socket_connect((const struct sockaddr *)&addr->ss, addr->len);
+    if (fd < 0)
+        return NULL;
+    upstream_conn_t *u = calloc(1, sizeof *u);
+    if (!u) {
+        sockio_close(&(sockio_t){.fd = fd});
+        errno = ENOMEM;
+        return NULL;
+    }
+    u->io.fd = fd;
+    u->pool = p;
+    u->cb = cb;
+    u->data = data;
+    u->failure = GATE_REASON_NONE;
+    u->state = UPSTREAM_CONNECTING;
+    event_assign(&u->rev, p->base, fd, EV_READ | EV_PERSIST, upstream_on_event, u);
+    event_assign(&u->wev, p->base, fd, EV_WRITE | EV_PERSIST, upstream_on_event, u);
+    upstream_arm_write(u, true, p->tv_connect);
+    return u;
+}
+
+void upstream_release(upstream_conn_t *u, bool reuse)
+{
+    upstream_pool_t *p = u->pool;
+    u->cb = NULL;
+    u->data = NULL;
+    if (!reuse || u->state != UPSTREAM_OPEN || p->closing || p->n_idle >= p->cfg->max_idle) {
+        upstream_close(u);
+        return;
+    }
+    upstream_arm_write(u, false, NULL);
+    u->next = p->idle;
+    p->idle = u;
+    p->n_idle++;
+    upstream_arm_read(u, true, p->tv_idle);
 }

@@ -5,10 +5,52 @@
   chunked  answers 200 with a chunked body of 300000 bytes (in chunks of odd sizes)
            and a trailer, keeping the connection open for the next request
   interim  answers 100 Continue, then 200 with Content-Length
+  bighead  answers 200 "ok" with a head of --head-bytes (X-Pad-N fields)
+  echo     answers 200 with the request head it got as the body, keeping the
+           connection open; a request whose target holds "hold" is answered
+           only once --release-file exists
 Writes its port to --port-file once listening; counts requests in --count-file."""
-import argparse, socket, threading
+import argparse, os, socket, threading, time
 
-def serve(conn, mode, count_file):
+def big_head(size):
+    """A 200 "ok" whose head is exactly size bytes, padded by fields."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+    i = 0
+    while len(head) + 2 < size:
+        room = size - len(head) - 2
+        name = b"X-Pad-%d: " % i
+        value = min(200, room - len(name) - 2)
+        if value < 1:
+            head += b"X" * (room - 2) + b"\r\n" if room >= 3 else b""
+            break
+        head += name + b"v" * value + b"\r\n"
+        i += 1
+    return head + b"\r\n" + b"ok"
+
+def read_head(conn):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+def serve_echo(conn, count_file, release_file):
+    while True:
+        data = read_head(conn)
+        if data is None:
+            return
+        if count_file:
+            with open(count_file, "a") as f:
+                f.write("req\n")
+        if b"hold" in data.split(b"\r\n", 1)[0]:
+            deadline = time.monotonic() + 30
+            while not os.path.exists(release_file) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
+
+def serve(conn, mode, count_file, args):
     try:
         data = b""
         while b"\r\n\r\n" not in data:
@@ -19,6 +61,9 @@ def serve(conn, mode, count_file):
         if count_file:
             with open(count_file, "a") as f:
                 f.write("req\n")
+        if mode == "bighead":
+            conn.sendall(big_head(args.head_bytes))
+            return
         if mode == "stall":
             conn.recv(1)  # until the proxy gives up and closes
             return
@@ -54,7 +99,9 @@ def serve(conn, mode, count_file):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["stall", "cut", "chunked", "interim"], required=True)
+    ap.add_argument("--mode", choices=["stall", "cut", "chunked", "interim", "bighead", "echo"], required=True)
+    ap.add_argument("--head-bytes", type=int, default=12288)
+    ap.add_argument("--release-file")
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--count-file")
     a = ap.parse_args()
@@ -64,10 +111,12 @@ def main():
     s.listen(64)
     with open(a.port_file + ".tmp", "w") as f:
         f.write(str(s.getsockname()[1]))
-    import os
     os.rename(a.port_file + ".tmp", a.port_file)
     while True:
         c, _ = s.accept()
-        threading.Thread(target=serve, args=(c, a.mode, a.count_file), daemon=True).start()
+        if a.mode == "echo":
+            threading.Thread(target=serve_echo, args=(c, a.count_file, a.release_file), daemon=True).start()
+        else:
+            threading.Thread(target=serve, args=(c, a.mode, a.count_file, a), daemon=True).start()
 
 main()

@@ -39,8 +39,8 @@ static void assert_has(const char *text, const char *line)
 
 Test(metrics, label_values_are_escaped)
 {
-    metrics_request(&workers[0], "a\"b\\c\nd", "admit", 200, MS);
-    metrics_request(&workers[0], "caf\xc3\xa9", "reject", 503, MS);
+    metrics_request(&workers[0], "a\"b\\c\nd", REQUEST_ADMIT, 200, MS);
+    metrics_request(&workers[0], "caf\xc3\xa9", REQUEST_REJECT, 503, MS);
     char *text = render(1);
     assert_has(text, "skewgate_requests_total{pool=\"a\\\"b\\\\c\\nd\",decision=\"admit\",code=\"200\"} 1\n");
     /* Bytes outside ASCII become the text \xHH: the exposition stays ASCII. */
@@ -50,10 +50,10 @@ Test(metrics, label_values_are_escaped)
 
 Test(metrics, histogram_buckets_are_cumulative_and_inf_is_the_count)
 {
-    metrics_request(&workers[0], "worker", "admit", 200, MS / 10);      /* 0.1 ms */
-    metrics_request(&workers[0], "worker", "admit", 200, 3 * MS);       /* 3 ms */
-    metrics_request(&workers[0], "worker", "admit", 200, 500 * MS / 1000);  /* exactly 0.0005 s: le */
-    metrics_request(&workers[0], "worker", "admit", 200, 20000 * MS);   /* 20 s */
+    metrics_request(&workers[0], "worker", REQUEST_ADMIT, 200, MS / 10);      /* 0.1 ms */
+    metrics_request(&workers[0], "worker", REQUEST_ADMIT, 200, 3 * MS);       /* 3 ms */
+    metrics_request(&workers[0], "worker", REQUEST_ADMIT, 200, 500 * MS / 1000);  /* exactly 0.0005 s: le */
+    metrics_request(&workers[0], "worker", REQUEST_ADMIT, 200, 20000 * MS);   /* 20 s */
     char *text = render(1);
     assert_has(text, "skewgate_request_duration_seconds_bucket{le=\"0.0005\"} 2\n");
     assert_has(text, "skewgate_request_duration_seconds_bucket{le=\"0.0025\"} 2\n");
@@ -68,12 +68,12 @@ Test(metrics, histogram_buckets_are_cumulative_and_inf_is_the_count)
 Test(metrics, sums_across_workers_by_pool_name)
 {
     /* The workers meet the pools in different orders. */
-    metrics_request(&workers[0], "worker", "admit", 200, MS);
-    metrics_request(&workers[0], "master", "admit", 200, MS);
-    metrics_request(&workers[1], "master", "admit", 200, MS);
-    metrics_request(&workers[1], "worker", "admit", 200, MS);
-    metrics_request(&workers[1], "worker", "admit", 200, MS);
-    metrics_request(&workers[1], "", NULL, 400, 0);
+    metrics_request(&workers[0], "worker", REQUEST_ADMIT, 200, MS);
+    metrics_request(&workers[0], "master", REQUEST_ADMIT, 200, MS);
+    metrics_request(&workers[1], "master", REQUEST_ADMIT, 200, MS);
+    metrics_request(&workers[1], "worker", REQUEST_ADMIT, 200, MS);
+    metrics_request(&workers[1], "worker", REQUEST_ADMIT, 200, MS);
+    metrics_request(&workers[1], "", REQUEST_ERROR, 400, 0);
     metrics_upstream_error(&workers[0], METRICS_UP_TIMEOUT);
     metrics_upstream_error(&workers[1], METRICS_UP_TIMEOUT);
     metrics_conn_opened(&workers[0], true);
@@ -100,11 +100,11 @@ Test(metrics, pools_past_the_table_count_as_other)
     char name[16];
     for (int i = 0; i < METRICS_POOLS + 3; i++) {
         snprintf(name, sizeof name, "pool%d", i);
-        metrics_request(&workers[0], name, "admit", 200, MS);
+        metrics_request(&workers[0], name, REQUEST_ADMIT, 200, MS);
     }
-    metrics_request(&workers[0], "pool0", "admit", 200, MS);
+    metrics_request(&workers[0], "pool0", REQUEST_ADMIT, 200, MS);
     /* A client's pool named "other" shares the overflow's series. */
-    metrics_request(&workers[1], "other", "admit", 200, MS);
+    metrics_request(&workers[1], "other", REQUEST_ADMIT, 200, MS);
     char *text = render(2);
     assert_has(text, "skewgate_requests_total{pool=\"pool0\",decision=\"admit\",code=\"200\"} 2\n");
     assert_has(text, "skewgate_requests_total{pool=\"pool15\",decision=\"admit\",code=\"200\"} 1\n");
@@ -115,9 +115,9 @@ Test(metrics, pools_past_the_table_count_as_other)
 
 Test(metrics, codes_outside_the_table_count_by_class)
 {
-    metrics_request(&workers[0], "w", "pass", 418, MS);
-    metrics_request(&workers[0], "w", "pass", 299, MS);
-    metrics_request(&workers[0], "w", "pass", 0, MS);
+    metrics_request(&workers[0], "w", REQUEST_PASS, 418, MS);
+    metrics_request(&workers[0], "w", REQUEST_PASS, 299, MS);
+    metrics_request(&workers[0], "w", REQUEST_PASS, 0, MS);
     char *text = render(1);
     assert_has(text, "skewgate_requests_total{pool=\"w\",decision=\"pass\",code=\"4xx\"} 1\n");
     assert_has(text, "skewgate_requests_total{pool=\"w\",decision=\"pass\",code=\"2xx\"} 1\n");
@@ -138,10 +138,25 @@ Test(metrics, verdict_and_source)
 
 Test(metrics, upstream_failures_by_kind)
 {
-    cr_assert_eq(metrics_upstream_kind(504, "UpstreamConnectTimeout"), METRICS_UP_TIMEOUT);
-    cr_assert_eq(metrics_upstream_kind(502, "UpstreamConnect"), METRICS_UP_CONNECT);
-    cr_assert_eq(metrics_upstream_kind(502, "UpstreamTLSHandshake"), METRICS_UP_CONNECT);
-    cr_assert_eq(metrics_upstream_kind(502, "UpstreamClosed"), METRICS_UP_CLOSED);
-    cr_assert_eq(metrics_upstream_kind(502, "BadUpstreamResponse"), METRICS_UP_BAD_RESPONSE);
-    cr_assert_eq(metrics_upstream_kind(502, "RequestTooLarge"), METRICS_UP_OTHER);
+    cr_assert_eq(gate_reason_upstream_kind(GATE_REASON_UPSTREAM_CONNECT_TIMEOUT), METRICS_UP_TIMEOUT);
+    cr_assert_eq(gate_reason_upstream_kind(GATE_REASON_UPSTREAM_TIMEOUT), METRICS_UP_TIMEOUT);
+    cr_assert_eq(gate_reason_upstream_kind(GATE_REASON_UPSTREAM_CONNECT), METRICS_UP_CONNECT);
+    cr_assert_eq(gate_reason_upstream_kind(GATE_REASON_UPSTREAM_TLS_HANDSHAKE), METRICS_UP_CONNECT);
+    cr_assert_eq(gate_reason_upstream_kind(GATE_REASON_UPSTREAM_CLOSED), METRICS_UP_CLOSED);
+    cr_assert_eq(gate_reason_upstream_kind(GATE_REASON_BAD_UPSTREAM_RESPONSE), METRICS_UP_BAD_RESPONSE);
+    cr_assert_eq(gate_reason_upstream_kind(GATE_REASON_QUEUE_FULL), METRICS_UP_QUEUE_FULL);
+    cr_assert_eq(gate_reason_upstream_kind(GATE_REASON_REQUEST_TOO_LARGE), METRICS_UP_OTHER);
+}
+
+Test(metrics, every_reason_has_a_name)
+{
+    cr_assert_null(gate_reason_name(GATE_REASON_NONE));
+    for (int r = GATE_REASON_NONE + 1; r < GATE_REASON__COUNT; r++) {
+        const char *name = gate_reason_name((gate_reason_t)r);
+        cr_assert_not_null(name, "reason %d has no name", r);
+        for (int q = GATE_REASON_NONE + 1; q < r; q++)
+            cr_assert_str_neq(name, gate_reason_name((gate_reason_t)q), "two reasons named %s", name);
+    }
+    cr_assert_str_eq(request_decision_name(REQUEST_ERROR), "error");
+    cr_assert_str_eq(request_decision_name(REQUEST_PASS), "pass");
 }

@@ -1,0 +1,37 @@
+/* queue: the cap on concurrent upstream exchanges of one worker, and the
+ * bounded FIFO of those waiting for a slot (DESIGN 2: overflow is a 503,
+ * which Ignition retries). A waiter is embedded in its owner and told
+ * through its callback when it got a slot; leaving the queue early (the
+ * client went away, the wait timed out) is O(1). */
+#ifndef SKEWGATE_QUEUE_H
+#define SKEWGATE_QUEUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct slot_waiter slot_waiter_t;
+struct slot_waiter {
+    slot_waiter_t *prev, *next;
+    bool queued;
+    /* The waiter now holds a slot; it gives it back with slot_release. */
+    void (*granted)(slot_waiter_t *w);
+};
+
+typedef struct slot_queue {
+    uint32_t active, cap;           /* slots in use, and at most */
+    uint32_t len, max_len;          /* waiters, and at most */
+    slot_waiter_t *head, *tail;
+} slot_queue_t;
+
+void slot_queue_init(slot_queue_t *q, uint32_t cap, uint32_t max_len);
+/* Takes a slot if one is free. */
+bool slot_take(slot_queue_t *q);
+/* Joins the end of the queue: 0, or -1 when the queue is full. */
+int slot_wait(slot_queue_t *q, slot_waiter_t *w, void (*granted)(slot_waiter_t *w));
+/* Leaves the queue without a slot (a no-op when not queued). */
+void slot_cancel(slot_queue_t *q, slot_waiter_t *w);
+/* Gives a slot back; the longest waiters get the free slots, each told
+ * through its callback before this returns. */
+void slot_release(slot_queue_t *q);
+
+#endif

@@ -1,0 +1,213 @@
+#include <errno.h>
+
+#include "proxy/relay.h"
+
+void relay_init(relay_t *r, sockio_t *client, sockio_t *upstream, char *buf, size_t cap, pipe_pool_t *pipes)
+{
+    *r = (relay_t){.client = client, .upstream = upstream, .buf = buf, .cap = cap, .pipes = pipes,
+                   .pipe = {-1, -1}};
+}
+
+void relay_frame(relay_t *r, http_body_t body, int64_t content_length)
+{
+    r->body_done = false;
+    r->chunked = body == HTTP_BODY_CHUNKED;
+    r->until_close = body == HTTP_BODY_UNTIL_CLOSE;
+    r->body_left = 0;
+    if (body == HTTP_BODY_NONE) {
+        r->body_done = true;
+    } else if (r->chunked) {
+        http_chunked_init(&r->chunk);
+    } else if (body == HTTP_BODY_LENGTH) {
+        r->body_left = content_length;
+        r->body_done = content_length == 0;
+    }
+}
+
+ssize_t relay_account(relay_t *r, const char *from, size_t len)
+{
+    if (r->body_done) {
+        r->surplus |= len > 0;
+        return 0;
+    }
+    if (r->until_close)
+        return (ssize_t)len;
+    if (r->chunked) {
+        ssize_t used = http_chunked_scan(&r->chunk, from, len);
+        if (used < 0)
+            return -1;
+        if (http_chunked_done(&r->chunk))
+            r->body_done = true;
+        r->surplus |= (size_t)used < len;
+        return used;
+    }
+    size_t take = (uint64_t)r->body_left < len ? (size_t)r->body_left : len;
+    r->body_left -= (int64_t)take;
+    r->body_done = r->body_left == 0;
+    r->surplus |= take < len;
+    return (ssize_t)take;
+}
+
+static bool relay_known_length(const relay_t *r)
+{
+    return !r->chunked && !r->until_close;
+}
+
+/* Plain to plain with a known length: the kernel moves the body. */
+static bool relay_can_splice(const relay_t *r)
+{
+    return r->pipes && !r->client->ssl && !r->upstream->ssl && relay_known_length(r) && r->body_left > 0;
+}
+
+static relay_result_t relay_wait(relay_t *r, unsigned want)
+{
+    r->want = want;
+    return RELAY_WAIT;
+}
+
+static relay_result_t relay_cut(relay_t *r, gate_reason_t why)
+{
+    r->cut = why;
+    return RELAY_CUT;
+}
+
+/* Out until the pipe is empty or the client would block, whose
+ * writability then brings us back: a short splice is no block. */
+static relay_result_t relay_splice_out(relay_t *r, bool *blocked)
+{
+    *blocked = false;
+    while (r->pipe_len > 0) {
+        ssize_t n = pipe_splice(r->pipe[0], r->client->fd, r->pipe_len);
+        if (n > 0) {
+            r->pipe_len -= (size_t)n;
+            r->sent += (uint64_t)n;
+        } else if (n == PIPE_AGAIN) {
+            *blocked = true;
+            break;
+        } else {
+            return RELAY_CLIENT_GONE;
+        }
+    }
+    return RELAY_WAIT;
+}
+
+static relay_result_t relay_splice(relay_t *r)
+{
+    for (;;) {
+        bool client_blocked;
+        if (relay_splice_out(r, &client_blocked) == RELAY_CLIENT_GONE)
+            return RELAY_CLIENT_GONE;
+        if (r->pipe_len == 0 && r->body_done)
+            return RELAY_DONE;
+        unsigned want = client_blocked ? RELAY_WANT_CLIENT_WRITE : 0;
+        if (r->body_done || r->pipe_len >= RELAY_PIPE_BYTES)
+            return relay_wait(r, want);
+        size_t room = RELAY_PIPE_BYTES - r->pipe_len;
+        if ((uint64_t)r->body_left < room)
+            room = (size_t)r->body_left;
+        ssize_t n = pipe_splice(r->upstream->fd, r->pipe[1], room);
+        if (n > 0) {
+            r->pipe_len += (size_t)n;
+            r->body_left -= n;
+            r->body_done = r->body_left == 0;
+        } else if (n == PIPE_AGAIN) {
+            /* Nothing to read, or a pipe full by slots (many small
+             * fragments): with bytes in the pipe the client's writability
+             * brings us back, and a readable socket must not spin. */
+            return relay_wait(r, want | (r->pipe_len == 0 ? RELAY_WANT_UPSTREAM_READ : 0));
+        } else {
+            return relay_cut(r, n == 0 ? GATE_REASON_UPSTREAM_CLOSED_EARLY : GATE_REASON_UPSTREAM_READ);
+        }
+    }
+}
+
+/* Writes buf[off..len) to the client: false when the client would block
+ * (*gone when it failed). */
+static bool relay_write_out(relay_t *r, bool *gone)
+{
+    *gone = false;
+    while (r->off < r->len) {
+        size_t len = r->len - r->off;
+        if (r->client->ssl && len > RELAY_TLS_RECORD)
+            len = RELAY_TLS_RECORD;
+        /* More in the buffer, or a close_notify right behind the last
+         * record: the kernel may fill segments across the records. */
+        bool more = r->off + len < r->len || (r->client->ssl && r->body_done && r->close_after);
+        ssize_t n = sockio_write(r->client, r->buf + r->off, len, more ? SOCKIO_MORE : 0);
+        if (n > 0) {
+            r->off += (size_t)n;
+            r->sent += (uint64_t)n;
+            continue;
+        }
+        *gone = n != SOCKIO_WANT_WRITE && n != SOCKIO_WANT_READ;
+        return false;
+    }
+    return true;
+}
+
+/* How much the next upstream read may take; 0: wait for the client.
+ * Bytes are never moved: a read waits until the tail has room for a full
+ * record (or for the rest of the body), else for the client to drain the
+ * buffer, which then starts over at its front. */
+static size_t relay_read_room(const relay_t *r)
+{
+    size_t room = r->cap - r->len;
+    size_t want = RELAY_TLS_RECORD;
+    if (relay_known_length(r) && (uint64_t)r->body_left < want)
+        want = (size_t)r->body_left;
+    if (room < want)
+        return 0;
+    if (relay_known_length(r) && (uint64_t)r->body_left < room)
+        room = (size_t)r->body_left;
+    return room;
+}
+
+relay_result_t relay_pump(relay_t *r)
+{
+    if (r->pipe[0] >= 0)
+        return relay_splice(r);
+    for (;;) {
+        bool gone;
+        bool drained = relay_write_out(r, &gone);
+        if (gone)
+            return RELAY_CLIENT_GONE;
+        unsigned want = drained ? 0 : RELAY_WANT_CLIENT_WRITE;
+        if (drained) {
+            r->off = r->len = 0;
+            if (r->body_done)
+                return RELAY_DONE;
+            /* What came with the head is out: the rest can skip this
+             * process altogether. */
+            if (relay_can_splice(r) && pipe_pool_get(r->pipes, r->pipe))
+                return relay_splice(r);
+        }
+        size_t room = r->body_done ? 0 : relay_read_room(r);
+        if (room == 0)
+            return relay_wait(r, want);
+        ssize_t n = sockio_read(r->upstream, r->buf + r->len, room);
+        if (n > 0) {
+            ssize_t used = relay_account(r, r->buf + r->len, (size_t)n);
+            if (used < 0)
+                return relay_cut(r, GATE_REASON_BAD_UPSTREAM_CHUNKING);
+            r->len += (size_t)used;
+        } else if (n == 0 && r->until_close) {
+            r->body_done = true;
+        } else if (n == SOCKIO_WANT_READ) {
+            if (!drained)
+                return relay_wait(r, want | RELAY_WANT_UPSTREAM_READ);
+            return relay_wait(r, RELAY_WANT_UPSTREAM_READ);
+        } else if (n == SOCKIO_WANT_WRITE) {
+            return relay_wait(r, want | RELAY_WANT_UPSTREAM_WRITE);
+        } else {
+            return relay_cut(r, n == 0 ? GATE_REASON_UPSTREAM_CLOSED_EARLY : GATE_REASON_UPSTREAM_READ);
+        }
+    }
+}
+
+void relay_end(relay_t *r)
+{
+    if (r->pipe[0] >= 0)
+        pipe_pool_put(r->pipes, r->pipe, r->pipe_len == 0);
+    r->pipe[0] = r->pipe[1] = -1;
+    r->pipe_len = 0;
+}
