@@ -20,9 +20,9 @@ typedef struct pipe_pool {
 
 int pipe_pool_init(pipe_pool_t *p, size_t keep);   /* 0 or -1 */
 void pipe_pool_destroy(pipe_pool_t *p);
-/* An empty pipe of PIPE_CAPACITY: fds[0] reads, fds[1] writes. false when
- * none can be made (the caller relays through its buffer instead). */
-bool pipe_pool_get(pipe_pool_t *p, int fds[2]);
+/* An empty pipe of PIPE_CAPACITY: fds[0] reads, fds[1] writes. 0, or -1
+ * when none can be made (the caller relays through its buffer instead). */
+int pipe_pool_get(pipe_pool_t *p, int fds[2]);
 /* Keeps an empty pipe for the next relay; closes one that still holds
  * bytes (an aborted relay) or that does not fit. */
 void pipe_pool_put(pipe_pool_t *p, const int fds[2], bool empty);

@@ -17,8 +17,8 @@ int socket_listen(struct sockaddr_storage *ss, socklen_t len, char *err, size_t 
  * writability says the connect ended (socket_connect_result tells how),
  * or -1 with errno set when it failed at once. */
 int socket_connect(const struct sockaddr *sa, socklen_t len);
-/* After the connecting fd became writable: 0 connected, else the errno
- * the connect failed with. */
+/* After the connecting fd became writable: 0 connected, or -1 with errno
+ * set to what the connect failed with. */
 int socket_connect_result(int fd);
 
 #endif

@@ -1,6 +1,9 @@
-/* sockio: non-blocking reads and writes on a socket, plain or TLS, behind
- * one interface, so that the proxy's state machines never branch on TLS.
- * This is the one place that knows OS and OpenSSL I/O details. */
+/* sockio: non-blocking reads and writes on a connected socket, plain or
+ * TLS, behind one interface, so that the state machines above never branch
+ * on TLS: every read, write and handshake of a client, upstream or API
+ * server connection goes through here. The other system calls of the data
+ * path have their own homes in this layer (os/socket.h: listen, connect;
+ * os/pipe.h: splice); doc/internals.md lists who may make which. */
 #ifndef SKEWGATE_SOCKIO_H
 #define SKEWGATE_SOCKIO_H
 
@@ -33,8 +36,9 @@ ssize_t sockio_read(sockio_t *io, void *buf, size_t len);
 ssize_t sockio_write(sockio_t *io, const void *buf, size_t len, unsigned flags);
 /* Puts a new SSL on io's socket through sockio's own BIO, which reads and
  * sends on the fd directly and honours SOCKIO_MORE for TLS records. The
- * SSL belongs to io from then on, even on failure (false: out of memory). */
-bool sockio_attach_ssl(sockio_t *io, SSL *ssl);
+ * SSL belongs to io from then on, even on failure. 0, or -1 when out of
+ * memory (ssl NULL included: pass SSL_new's result straight in). */
+int sockio_attach_ssl(sockio_t *io, SSL *ssl);
 /* Drives a TLS handshake (server or client side as the SSL was set up):
  * 1 done, or a SOCKIO_ code. */
 int sockio_handshake(sockio_t *io);

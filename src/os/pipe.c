@@ -24,22 +24,22 @@ void pipe_pool_destroy(pipe_pool_t *p)
     p->spare = NULL;
 }
 
-bool pipe_pool_get(pipe_pool_t *p, int fds[2])
+int pipe_pool_get(pipe_pool_t *p, int fds[2])
 {
     if (p->n) {
         p->n--;
         fds[0] = p->spare[p->n][0];
         fds[1] = p->spare[p->n][1];
-        return true;
+        return 0;
     }
     if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
-        return false;
+        return -1;
     if (fcntl(fds[1], F_SETPIPE_SZ, PIPE_CAPACITY) < PIPE_CAPACITY) {
         close(fds[0]);
         close(fds[1]);
-        return false;
+        return -1;
     }
-    return true;
+    return 0;
 }
 
 void pipe_pool_put(pipe_pool_t *p, const int fds[2], bool empty)

@@ -60,6 +60,9 @@ int socket_connect_result(int fd)
     int err = 0;
     socklen_t len = sizeof err;
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-        return errno;
-    return err;
+        return -1;
+    if (err == 0)
+        return 0;
+    errno = err;
+    return -1;
 }

@@ -85,22 +85,22 @@ static void sockio_bio_method_init(void)
     BIO_meth_free(m);
 }
 
-bool sockio_attach_ssl(sockio_t *io, SSL *ssl)
+int sockio_attach_ssl(sockio_t *io, SSL *ssl)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     io->ssl = ssl;
     if (!ssl)
-        return false;
+        return -1;
     pthread_once(&once, sockio_bio_method_init);
     BIO *b = sockio_bio_method ? BIO_new(sockio_bio_method) : NULL;
     if (!b)
-        return false;
+        return -1;
     BIO_set_data(b, io);
     BIO_set_init(b, 1);
     io->eof = false;
     io->send_flags = 0;
     SSL_set_bio(ssl, b, b);
-    return true;
+    return 0;
 }
 
 /* SSL_get_error() needs an empty error queue before the call it judges,

@@ -2,7 +2,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 
 #include "proxy/accesslog.h"
 #include "core/clock.h"

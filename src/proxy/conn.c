@@ -1,5 +1,5 @@
 #include <errno.h>
-#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -133,7 +133,7 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
     s->open = c;
     c->tls = tls_ctx != NULL;
     if (tls_ctx) {
-        if (!sockio_attach_ssl(&c->io, SSL_new(tls_ctx))) {
+        if (sockio_attach_ssl(&c->io, SSL_new(tls_ctx)) < 0) {
             conn_close(c);
             return;
         }

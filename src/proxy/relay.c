@@ -178,7 +178,7 @@ relay_result_t relay_pump(relay_t *r)
                 return RELAY_DONE;
             /* What came with the head is out: the rest can skip this
              * process altogether. */
-            if (relay_can_splice(r) && pipe_pool_get(r->pipes, r->pipe))
+            if (relay_can_splice(r) && pipe_pool_get(r->pipes, r->pipe) == 0)
                 return relay_splice(r);
         }
         size_t room = r->body_done ? 0 : relay_read_room(r);

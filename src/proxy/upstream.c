@@ -88,7 +88,7 @@ static void upstream_connected(upstream_conn_t *u)
         upstream_open(u);
         return;
     }
-    if (!sockio_attach_ssl(&u->io, SSL_new(p->tls)) || tls_client_prepare(u->io.ssl, p->cfg) < 0) {
+    if (sockio_attach_ssl(&u->io, SSL_new(p->tls)) < 0 || tls_client_prepare(u->io.ssl, p->cfg) < 0) {
         upstream_fail(u, GATE_REASON_UPSTREAM_TLS);
         return;
     }

@@ -55,17 +55,17 @@ gate_start "$TMP/gate.yaml"
 curl -s -o "$TMP/a.out" "http://127.0.0.1:$PLAIN_PORT/config/hold" &
 PIDS+=($!); a_pid=$!
 wait_until 10 test -s "$TMP/bad.count" || fail "the first request did not reach the upstream"
-open_conns() {
-  curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | sed -n 's/^skewgate_connections{state="plain"} //p'
+open_conns_are() { # N: the gate holds N plain client connections
+  [ "$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | sed -n 's/^skewgate_connections{state="plain"} //p')" = "$1" ]
 }
 # B waits in the queue; then C, with other fields, is parsed by the same worker.
 curl -s -o "$TMP/b.out" -H 'X-Who: bee' "http://127.0.0.1:$PLAIN_PORT/config/worker?queued=BBBBBBBB" &
 PIDS+=($!); b_pid=$!
-wait_until 10 test "$(open_conns)" = 2 || fail "B was not accepted"
+wait_until 10 open_conns_are 2 || fail "B was not accepted"
 curl -s -o "$TMP/c.out" -H 'X-Other-Client: sea' -H 'X-Filler: cccccccccccccccccccccccccccccc' \
   "http://127.0.0.1:$PLAIN_PORT/config/master-with-a-longer-name" &
 PIDS+=($!); c_pid=$!
-wait_until 10 test "$(open_conns)" = 3 || fail "C was not accepted"
+wait_until 10 open_conns_are 3 || fail "C was not accepted"
 [ "$(grep -c req "$TMP/bad.count")" = 1 ] || fail "B or C reached the upstream past the cap"
 touch "$TMP/release"
 wait "$a_pid" "$b_pid" "$c_pid" || fail "a client failed"

@@ -894,8 +894,8 @@ static void tcp_link_init(tcp_link_t *link, bool tls, SSL_CTX *sctx, SSL_CTX *cc
     tcp_pair(&l->client.fd, &l->server.fd);
     if (!tls)
         return;
-    cr_assert(sockio_attach_ssl(&l->server, SSL_new(sctx)));
-    cr_assert(sockio_attach_ssl(&l->client, SSL_new(cctx)));
+    cr_assert_eq(sockio_attach_ssl(&l->server, SSL_new(sctx)), 0);
+    cr_assert_eq(sockio_attach_ssl(&l->client, SSL_new(cctx)), 0);
     SSL_set_accept_state(l->server.ssl);
     SSL_set_connect_state(l->client.ssl);
     cr_assert_eq(tls_client_prepare(l->client.ssl, up), 0);

@@ -3,6 +3,8 @@
 #ifndef SKEWGATE_KUBE_EVENT_H
 #define SKEWGATE_KUBE_EVENT_H
 
+#include <stdbool.h>
+
 #include <stddef.h>
 #include <jansson.h>
 
@@ -34,7 +36,7 @@ int kube_event_parse(const char *line, size_t len, kube_event_t *ev, char *err, 
 void kube_event_clear(kube_event_t *ev);
 
 /* An ERROR event that means "relist": 410 Gone, reason Expired or Gone. */
-int kube_event_is_expired(const kube_event_t *ev);
+bool kube_event_is_expired(const kube_event_t *ev);
 
 /* A list answer: *object is a new reference to the item called name, or
  * NULL when the list does not hold it; resource_version is the list's.

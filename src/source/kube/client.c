@@ -5,18 +5,16 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <event2/event.h>
 #include <openssl/err.h>
 
 #include "core/clock.h"
-#include "http/request.h"
 #include "http/response.h"
 #include "http/chunked.h"
 #include "source/kube/client.h"
+#include "os/socket.h"
 #include "os/sockio.h"
 #include "tls/tls.h"
 
@@ -376,7 +374,7 @@ static void do_handshake(kube_client_t *c)
 
 static int start_tls(kube_client_t *c, char *detail, size_t len)
 {
-    bool attached = sockio_attach_ssl(&c->io, SSL_new(c->tls_ctx));
+    bool attached = sockio_attach_ssl(&c->io, SSL_new(c->tls_ctx)) == 0;
     if (!attached || tls_api_prepare(c->io.ssl, c->ep.host, c->insecure, detail, len) < 0) {
         if (!attached)
             snprintf(detail, len, "out of memory");
@@ -390,8 +388,6 @@ static int start_tls(kube_client_t *c, char *detail, size_t len)
 
 static void on_connected(kube_client_t *c)
 {
-    int one = 1;
-    setsockopt(c->io.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (!c->tls_ctx) {
         c->state = KC_SENDING;
         do_send(c);
@@ -410,15 +406,9 @@ static int connect_next(kube_client_t *c, char *err, size_t errlen)
 {
     int last_errno = 0;
     for (; c->addr; c->addr = c->addr->ai_next) {
-        int fd = socket(c->addr->ai_family, c->addr->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                        c->addr->ai_protocol);
+        int fd = socket_connect(c->addr->ai_addr, c->addr->ai_addrlen);
         if (fd < 0) {
             last_errno = errno;
-            continue;
-        }
-        if (connect(fd, c->addr->ai_addr, c->addr->ai_addrlen) != 0 && errno != EINPROGRESS) {
-            last_errno = errno;
-            close(fd);
             continue;
         }
         c->io = (sockio_t){.fd = fd, .ssl = NULL};
@@ -438,10 +428,7 @@ static int connect_next(kube_client_t *c, char *err, size_t errlen)
 
 static void connect_done(kube_client_t *c)
 {
-    int so_error = 0;
-    socklen_t len = sizeof so_error;
-    if (getsockopt(c->io.fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0)
-        so_error = errno;
+    int so_error = socket_connect_result(c->io.fd) == 0 ? 0 : errno;
     if (so_error == 0) {
         on_connected(c);
         return;

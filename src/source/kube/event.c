@@ -82,7 +82,7 @@ void kube_event_clear(kube_event_t *ev)
     ev->object = NULL;
 }
 
-int kube_event_is_expired(const kube_event_t *ev)
+bool kube_event_is_expired(const kube_event_t *ev)
 {
     if (ev->type != KUBE_EVENT_ERROR)
         return 0;
