@@ -19,6 +19,7 @@
 #define CONFIG_ERR_LEN 512
 #define CONFIG_MAX_LISTENERS 8
 #define CONFIG_MAX_PREFIXES 8
+#define CONFIG_MAX_WORKERS 256
 
 typedef struct config_addr {
     struct sockaddr_storage ss;
@@ -118,7 +119,7 @@ typedef struct config_log {
 
 typedef struct config {
     char *path;                 /* the file it came from */
-    uint32_t workers;           /* 1..256; "auto" (default) is resolved at load to the CPUs
+    uint32_t workers;           /* 1..CONFIG_MAX_WORKERS; "auto" (default) is resolved at load to the CPUs
                                    this process may run on (sched_getaffinity) */
     config_listener_t listeners[CONFIG_MAX_LISTENERS];
     size_t n_listeners;
