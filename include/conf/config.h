@@ -82,8 +82,8 @@ typedef struct config_enforcement {
     source_kind_t source;       /* default kubernetes */
     config_source_kube_t kubernetes;
     config_source_file_t file;
-    verdict_limits_t limits;    /* default OCP 4.13.0, RHEL 9.2 */
-    verdict_policy_t policy;    /* when_unknown / when_unparseable: admit */
+    verdict_limits_t limits;    /* default verdict_limits_default(): OCP 4.13.0, RHEL 9.2 */
+    verdict_policy_t policy;    /* default verdict_policy_default(): admit, admit */
     uint64_t max_staleness_ms;  /* default 5m */
 } config_enforcement_t;
 

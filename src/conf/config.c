@@ -262,8 +262,8 @@ static int set_defaults(loader_t *ld, config_t *cfg)
     e->source = SOURCE_KIND_KUBERNETES;
     e->kubernetes.watch_timeout_ms = 5 * 60000;
     e->file.poll_interval_ms = 1000;
-    e->limits = (verdict_limits_t){.ocp = {4, 13, 0}, .rhel = {9, 2}};
-    e->policy = (verdict_policy_t){.when_unknown = DECISION_ADMIT, .when_unparseable = DECISION_ADMIT};
+    verdict_limits_default(&e->limits);
+    verdict_policy_default(&e->policy);
     e->max_staleness_ms = 5 * 60000;
 
     cfg->limits = (config_limits_t){

@@ -88,6 +88,22 @@ Test(config, defaults_when_keys_absent)
     config_free(cfg);
 }
 
+/* The gate, `skewgate verdict` and the verdict's tests share one source of
+ * the skew defaults. */
+Test(config, skew_defaults_are_the_cores)
+{
+    verdict_limits_t limits;
+    verdict_policy_t policy;
+    memset(&limits, 0xa5, sizeof limits);
+    memset(&policy, 0xa5, sizeof policy);
+    verdict_limits_default(&limits);
+    verdict_policy_default(&policy);
+    config_t *cfg = parse_ok(MINIMAL);
+    cr_expect_eq(memcmp(&cfg->enforcement.limits, &limits, sizeof limits), 0);
+    cr_expect_eq(memcmp(&cfg->enforcement.policy, &policy, sizeof policy), 0);
+    config_free(cfg);
+}
+
 Test(config, reference_config_loads_with_documented_values)
 {
     config_t *cfg = config_load(SRCDIR "/conf/skewgate.yaml", err, sizeof err);
