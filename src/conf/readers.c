@@ -8,6 +8,7 @@
 
 #include "readers.h"
 #include "grammar.h"
+#include "core/version.h"
 
 int conf_read_workers(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
 {
@@ -21,32 +22,16 @@ int conf_read_workers(loader_t *ld, const ynode_t *node, const field_t *f, void 
     return schema_fail_expected(ld, node, "auto or a whole number from 1 to 256");
 }
 
-/* "4.13.0" or "9.2": exactly n dot-separated decimal components. */
-static int parse_version(const char *s, uint32_t *parts, size_t n)
-{
-    const char *p = s;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t v;
-        bool overflow;
-        if (i && *p++ != '.')
-            return -1;
-        if (!grammar_decimal(&p, &v, &overflow) || v > UINT32_MAX)
-            return -1;
-        parts[i] = (uint32_t)v;
-    }
-    return *p ? -1 : 0;
-}
-
+/* The limits are parsed by core/version, as `skewgate verdict --ocp-limit`
+ * parses them: both accept exactly the API's formats. */
 int conf_read_ocp_version(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
 {
     (void)f;
     const char *s = schema_scalar_text(ld, node, "an OCP version such as \"4.13.0\"");
-    uint32_t parts[3];
     if (!s)
         return -1;
-    if (parse_version(s, parts, 3) < 0)
+    if (version_parse_ocp(s, dst) < 0)
         return schema_fail(ld, node, ld->path, "invalid OCP version \"%s\": expected MAJOR.MINOR.PATCH, e.g. 4.13.0", s);
-    *(ocp_version_t *)dst = (ocp_version_t){parts[0], parts[1], parts[2]};
     return 0;
 }
 
@@ -54,12 +39,10 @@ int conf_read_rhel_version(loader_t *ld, const ynode_t *node, const field_t *f, 
 {
     (void)f;
     const char *s = schema_scalar_text(ld, node, "a RHEL version such as \"9.2\"");
-    uint32_t parts[2];
     if (!s)
         return -1;
-    if (parse_version(s, parts, 2) < 0)
+    if (version_parse_rhel(s, dst) < 0)
         return schema_fail(ld, node, ld->path, "invalid RHEL version \"%s\": expected MAJOR.MINOR, e.g. 9.2", s);
-    *(rhel_version_t *)dst = (rhel_version_t){parts[0], parts[1]};
     return 0;
 }
 
