@@ -1,13 +1,11 @@
 /* readers: what the gate's own values must look like (readers.h). */
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
 #include "readers.h"
-#include "grammar.h"
 #include "core/version.h"
 
 int conf_read_workers(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
