@@ -26,15 +26,6 @@
 #define DURATION_MAX_MS (365ull * 24 * 3600 * 1000)
 #define SERVICE_ACCOUNT_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
-/* OpenShift's "Intermediate" TLS security profile. */
-static const char default_ciphers[] =
-    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
-    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
-    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
-static const char default_ciphersuites[] =
-    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
-static const char default_groups[] = "X25519:prime256v1:secp384r1";
-
 /* Enum-typed fields are written through int *. */
 _Static_assert(sizeof(reject_mode_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(source_kind_t) == sizeof(int), "enum size");
@@ -92,9 +83,9 @@ static int read_tls_server(loader_t *ld, const ynode_t *node, const field_t *f, 
     tls->enabled = true;
     tls->min_version = TLS1_2_VERSION;
     tls->session_tickets = true;
-    if (schema_set_string(ld, node, &tls->ciphers, default_ciphers) < 0 ||
-        schema_set_string(ld, node, &tls->ciphersuites, default_ciphersuites) < 0 ||
-        schema_set_string(ld, node, &tls->groups, default_groups) < 0)
+    if (schema_set_string(ld, node, &tls->ciphers, CONFIG_TLS_INTERMEDIATE_CIPHERS) < 0 ||
+        schema_set_string(ld, node, &tls->ciphersuites, CONFIG_TLS_INTERMEDIATE_CIPHERSUITES) < 0 ||
+        schema_set_string(ld, node, &tls->groups, CONFIG_TLS_INTERMEDIATE_GROUPS) < 0)
         return -1;
     if (schema_read_map(ld, node, &tls_server_schema, tls) < 0)
         return -1;

@@ -159,9 +159,9 @@ static int tls_check_ciphersuites(SSL_CTX *ctx, const char *suites, char *err, s
 static bool tls_set_algorithms(SSL_CTX *ctx, const config_tls_server_t *cfg, int min_version,
                                char *err, size_t errlen)
 {
-    const char *ciphers = cfg->ciphers ? cfg->ciphers : TLS_INTERMEDIATE_CIPHERS;
-    const char *suites = cfg->ciphersuites ? cfg->ciphersuites : TLS_INTERMEDIATE_CIPHERSUITES;
-    const char *groups = cfg->groups ? cfg->groups : TLS_INTERMEDIATE_GROUPS;
+    const char *ciphers = cfg->ciphers ? cfg->ciphers : CONFIG_TLS_INTERMEDIATE_CIPHERS;
+    const char *suites = cfg->ciphersuites ? cfg->ciphersuites : CONFIG_TLS_INTERMEDIATE_CIPHERSUITES;
+    const char *groups = cfg->groups ? cfg->groups : CONFIG_TLS_INTERMEDIATE_GROUPS;
 
     if (SSL_CTX_set_cipher_list(ctx, ciphers) != 1) {
         tls_fail_openssl(err, errlen, "tls: ciphers \"%s\"", ciphers);
