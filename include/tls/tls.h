@@ -42,18 +42,9 @@ SSL_CTX *tls_server_ctx_new(const config_tls_server_t *cfg, char *err, size_t er
 
 /* Client context for the upstream MCS: TLS 1.2 minimum, the peer verified
  * against up->ca_file (else the system trust store) unless
- * up->insecure_skip_verify, ALPN "http/1.1" offered.
- *
- * Resumption is up to the caller and cheap: keep one SSL_SESSION per pool
- * (per worker, so no lock). Before connecting, SSL_set_session(ssl, kept).
- * Once a response has been read on a connection (TLS 1.3 tickets arrive
- * after the handshake, so not earlier), take s = SSL_get1_session(ssl) and
- * if SSL_SESSION_is_resumable(s) replace the kept one (SSL_SESSION_free the
- * old), else free s. SSL_session_reused(ssl) tells whether it worked.
- * Close a healthy connection with one SSL_shutdown() (it sends our
- * close_notify; there is no need to wait for the peer's) before SSL_free():
- * freeing it without marks its session, the very object kept, unresumable.
- * After an error that is what we want. */
+ * up->insecure_skip_verify, ALPN "http/1.1" offered. No session is
+ * resumed: every new upstream connection makes a full handshake, and the
+ * upstream's keep-alive pool is what spares them. */
 SSL_CTX *tls_client_ctx_new(const config_upstream_t *up, char *err, size_t errlen);
 
 /* Per-connection client setup, after SSL_new() and before connecting: SNI

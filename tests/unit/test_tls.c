@@ -743,7 +743,7 @@ Test(tls, eof_without_close_notify_reads_as_a_plain_eof)
 
 static const int both_versions[] = {TLS1_2_VERSION, TLS1_3_VERSION};
 
-Test(tls, tickets_let_a_client_resume_as_tls_h_describes)
+Test(tls, tickets_let_a_client_resume_on_the_shared_server_context)
 {
     SSL_CTX *sctx = server_ctx(server_cfg(&ecdsa));
     config_upstream_t up = upstream_cfg(ecdsa.ca, "localhost");
