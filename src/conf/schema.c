@@ -107,6 +107,8 @@ int schema_fail_at_path(loader_t *ld, const char *path, const char *fmt, ...)
     return schema_fail(ld, schema_nearest_node(ld, path), path, "%s", problem);
 }
 
+/* A plain scalar's type follows the YAML 1.2 core schema, which ydoc
+ * implements; a quoted one is a string. */
 typedef enum { SCALAR_STRING, SCALAR_NULL, SCALAR_BOOL, SCALAR_NUMBER } scalar_type_t;
 
 static scalar_type_t scalar_type(const ynode_t *n)
