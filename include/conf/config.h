@@ -19,6 +19,7 @@
 #define CONFIG_ERR_LEN 512
 #define CONFIG_MAX_LISTENERS 8
 #define CONFIG_MAX_PREFIXES 8
+#define CONFIG_MAX_WORKERS 256
 
 typedef struct config_addr {
     struct sockaddr_storage ss;
@@ -26,14 +27,25 @@ typedef struct config_addr {
     char text[128];             /* as written: "0.0.0.0:22623", "[::1]:8443" (IP only, no hostnames) */
 } config_addr_t;
 
+/* OpenShift's "Intermediate" TLS security profile: what a listener gets
+ * where its tls mapping names no ciphers, ciphersuites or groups. Here, in
+ * the lowest layer that needs it; tls falls back to it for a NULL list. */
+#define CONFIG_TLS_INTERMEDIATE_CIPHERS                           \
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"  \
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"  \
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+#define CONFIG_TLS_INTERMEDIATE_CIPHERSUITES \
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+#define CONFIG_TLS_INTERMEDIATE_GROUPS "X25519:prime256v1:secp384r1"
+
 typedef struct config_tls_server {
     bool enabled;
     char *certificate;          /* PEM chain file */
     char *key;                  /* PEM key file */
     int min_version;            /* TLS1_2_VERSION (default) or TLS1_3_VERSION */
-    char *ciphers;              /* TLS <= 1.2 list; default: OpenShift Intermediate */
-    char *ciphersuites;         /* TLS 1.3 */
-    char *groups;               /* default "X25519:prime256v1:secp384r1" */
+    char *ciphers;              /* TLS <= 1.2 list; default CONFIG_TLS_INTERMEDIATE_CIPHERS */
+    char *ciphersuites;         /* TLS 1.3; default CONFIG_TLS_INTERMEDIATE_CIPHERSUITES */
+    char *groups;               /* default CONFIG_TLS_INTERMEDIATE_GROUPS */
     bool session_tickets;       /* default true */
 } config_tls_server_t;
 
@@ -81,8 +93,8 @@ typedef struct config_enforcement {
     source_kind_t source;       /* default kubernetes */
     config_source_kube_t kubernetes;
     config_source_file_t file;
-    verdict_limits_t limits;    /* default OCP 4.13.0, RHEL 9.2 */
-    verdict_policy_t policy;    /* when_unknown / when_unparseable: admit */
+    verdict_limits_t limits;    /* default verdict_limits_default(): OCP 4.13.0, RHEL 9.2 */
+    verdict_policy_t policy;    /* default verdict_policy_default(): admit, admit */
     uint64_t max_staleness_ms;  /* default 5m */
 } config_enforcement_t;
 
@@ -118,7 +130,7 @@ typedef struct config_log {
 
 typedef struct config {
     char *path;                 /* the file it came from */
-    uint32_t workers;           /* 1..256; "auto" (default) is resolved at load to the CPUs
+    uint32_t workers;           /* 1..CONFIG_MAX_WORKERS; "auto" (default) is resolved at load to the CPUs
                                    this process may run on (sched_getaffinity) */
     config_listener_t listeners[CONFIG_MAX_LISTENERS];
     size_t n_listeners;

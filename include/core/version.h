@@ -1,6 +1,8 @@
 /* version: the OCP and RHCOS version rules of the boot image skew check.
  * Parsing is strict: a string that breaks the API server's format is an
- * error, never a guess (DESIGN 1.4). */
+ * error, never a guess (DESIGN 1.4). The limits are parsed here too, by
+ * the configuration (enforcement.limits) and by `skewgate verdict
+ * --ocp-limit/--rhel-limit` alike, so that both accept the same strings. */
 #ifndef SKEWGATE_VERSION_H
 #define SKEWGATE_VERSION_H
 
@@ -22,7 +24,9 @@ int version_parse_ocp(const char *s, ocp_version_t *out);
  * (second field: first digit major, rest minor). The scheme is chosen by
  * the width of the third field: 8 digits new, 12 digits legacy. 0 or -1. */
 int version_parse_rhcos(const char *s, rhel_version_t *out);
-/* A RHEL limit as configured: "9.2" (^[0-9]+\.[0-9]+$). 0 or -1. */
+/* A RHEL limit as configured: "9.2" (^[0-9]+\.[0-9]+$), at most 10
+ * characters, as long as the longest RHEL version an rhcosVersion can
+ * carry. 0 or -1. */
 int version_parse_rhel(const char *s, rhel_version_t *out);
 
 /* <0, 0, >0 like strcmp, numeric per component. */

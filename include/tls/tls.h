@@ -31,37 +31,20 @@
 
 #include "conf/config.h"
 
-/* The OpenShift Intermediate TLS profile, used where the config is silent. */
-#define TLS_INTERMEDIATE_CIPHERS                                  \
-    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"  \
-    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"  \
-    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
-#define TLS_INTERMEDIATE_CIPHERSUITES \
-    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
-#define TLS_INTERMEDIATE_GROUPS "X25519:prime256v1:secp384r1"
-
 /* Server context for a listener: cfg->certificate (PEM chain, leaf first)
  * and cfg->key (unencrypted PEM, RSA or ECDSA). min_version 0 means TLS 1.2;
- * NULL ciphers/ciphersuites/groups mean the defaults above. Selects ALPN
- * "http/1.1" when offered and otherwise proceeds without ALPN. Stateless
- * session tickets unless session_tickets is false; no server-side session
- * cache (see tls.c). NULL with a message in err on failure. */
+ * NULL ciphers/ciphersuites/groups mean OpenShift's Intermediate profile,
+ * CONFIG_TLS_INTERMEDIATE_* (conf/config.h), as in a loaded config. Selects
+ * ALPN "http/1.1" when offered and otherwise proceeds without ALPN.
+ * Stateless session tickets unless session_tickets is false; no server-side
+ * session cache (see tls.c). NULL with a message in err on failure. */
 SSL_CTX *tls_server_ctx_new(const config_tls_server_t *cfg, char *err, size_t errlen);
 
 /* Client context for the upstream MCS: TLS 1.2 minimum, the peer verified
  * against up->ca_file (else the system trust store) unless
- * up->insecure_skip_verify, ALPN "http/1.1" offered.
- *
- * Resumption is up to the caller and cheap: keep one SSL_SESSION per pool
- * (per worker, so no lock). Before connecting, SSL_set_session(ssl, kept).
- * Once a response has been read on a connection (TLS 1.3 tickets arrive
- * after the handshake, so not earlier), take s = SSL_get1_session(ssl) and
- * if SSL_SESSION_is_resumable(s) replace the kept one (SSL_SESSION_free the
- * old), else free s. SSL_session_reused(ssl) tells whether it worked.
- * Close a healthy connection with one SSL_shutdown() (it sends our
- * close_notify; there is no need to wait for the peer's) before SSL_free():
- * freeing it without marks its session, the very object kept, unresumable.
- * After an error that is what we want. */
+ * up->insecure_skip_verify, ALPN "http/1.1" offered. No session is
+ * resumed: every new upstream connection makes a full handshake, and the
+ * upstream's keep-alive pool is what spares them. */
 SSL_CTX *tls_client_ctx_new(const config_upstream_t *up, char *err, size_t errlen);
 
 /* Per-connection client setup, after SSL_new() and before connecting: SNI

@@ -9,6 +9,12 @@
 #define OCP_VERSION_MAX_LEN 10
 #define RHCOS_VERSION_MIN_LEN 14
 #define RHCOS_VERSION_MAX_LEN 21
+/* The API has no RHEL field; a limit is compared with the RHEL version of an
+ * rhcosVersion, and the longest one an rhcosVersion can carry is 10
+ * characters (new scheme: 21, less the 8-digit date, two dots, the dash and
+ * a one-digit build, leaves 9 digits and a dot). The bound also keeps each
+ * component far below UINT32_MAX. */
+#define RHEL_VERSION_MAX_LEN 10
 
 /* RHCOS timestamp widths: the only two the API's regex admits, and the only
  * thing that tells the two schemes apart (see version_parse_rhcos). */
@@ -132,7 +138,7 @@ int version_parse_rhcos(const char *s, rhel_version_t *out)
 
 int version_parse_rhel(const char *s, rhel_version_t *out)
 {
-    if (!s)
+    if (!s || strlen(s) > RHEL_VERSION_MAX_LEN)
         return -1;
     rhel_version_t v;
     const char *p = s;

@@ -159,9 +159,9 @@ static int tls_check_ciphersuites(SSL_CTX *ctx, const char *suites, char *err, s
 static bool tls_set_algorithms(SSL_CTX *ctx, const config_tls_server_t *cfg, int min_version,
                                char *err, size_t errlen)
 {
-    const char *ciphers = cfg->ciphers ? cfg->ciphers : TLS_INTERMEDIATE_CIPHERS;
-    const char *suites = cfg->ciphersuites ? cfg->ciphersuites : TLS_INTERMEDIATE_CIPHERSUITES;
-    const char *groups = cfg->groups ? cfg->groups : TLS_INTERMEDIATE_GROUPS;
+    const char *ciphers = cfg->ciphers ? cfg->ciphers : CONFIG_TLS_INTERMEDIATE_CIPHERS;
+    const char *suites = cfg->ciphersuites ? cfg->ciphersuites : CONFIG_TLS_INTERMEDIATE_CIPHERSUITES;
+    const char *groups = cfg->groups ? cfg->groups : CONFIG_TLS_INTERMEDIATE_GROUPS;
 
     if (SSL_CTX_set_cipher_list(ctx, ciphers) != 1) {
         tls_fail_openssl(err, errlen, "tls: ciphers \"%s\"", ciphers);
@@ -305,9 +305,8 @@ static SSL_CTX *tls_client_ctx(const char *ca_file, bool insecure, const char *w
      * instead of a record header and then its body: half the reads. Our
      * readers loop until WANT_READ or ask SSL_has_pending (sockio). */
     SSL_CTX_set_read_ahead(ctx, 1);
-    /* OpenSSL never looks a client session up in its own cache, so storing
-     * them there would only hold memory; the pool keeps its one session
-     * (tls.h says how). */
+    /* OpenSSL never looks a client session up in its own cache and nothing
+     * here resumes one (tls.h), so storing them would only hold memory. */
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     ERR_clear_error();
     return ctx;

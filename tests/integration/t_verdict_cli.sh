@@ -103,6 +103,31 @@ expect_bad_input "^skewgate verdict: $tmp/missing.yaml: No such file" "$tmp/miss
 expect_bad_input "bad --ocp-limit 'x'" --ocp-limit x "$fixtures/none.yaml"
 expect_bad_input "bad --rhel-limit '9'" --rhel-limit 9 "$fixtures/none.yaml"
 expect_bad_input "bad --when-unknown 'maybe'" --when-unknown maybe "$fixtures/none.yaml"
+
+# The limit options take exactly what enforcement.limits takes: a string
+# skewgate check refuses in the configuration is refused here with exit 2,
+# and one it takes is taken.
+# check_limit KEY VALUE WANT_STATUS: skewgate check on a config setting it.
+check_limit() {
+  printf 'listeners:\n  - address: "127.0.0.1:0"\nenforcement:\n  limits:\n    %s: "%s"\n' "$1" "$2" >"$tmp/limits.yaml"
+  "$SKEWGATE_BIN" check -c "$tmp/limits.yaml" >/dev/null 2>"$tmp/check.err"
+  local status=$?
+  [ "$status" -eq "$3" ] || fail "check with $1 \"$2\": exit $status, want $3: $(cat "$tmp/check.err")"
+}
+for v in 4.13.0000000 1234.567.89 +4.13.0 4.13; do
+  check_limit ocp_version "$v" 2
+  grep -q "enforcement.limits.ocp_version: invalid OCP version" "$tmp/check.err" ||
+    fail "check with ocp_version \"$v\": $(cat "$tmp/check.err")"
+  expect_bad_input "^skewgate verdict: bad --ocp-limit '" --ocp-limit "$v" "$fixtures/none.yaml"
+done
+for v in 4294967295.0 9.2.0; do
+  check_limit rhel_version "$v" 2
+  expect_bad_input "^skewgate verdict: bad --rhel-limit '" --rhel-limit "$v" "$fixtures/none.yaml"
+done
+check_limit ocp_version 04.13.0 0
+expect_verdict admit EnforcementDisabled --ocp-limit 04.13.0 "$fixtures/none.yaml"
+check_limit rhel_version 12345678.0 0
+expect_verdict admit EnforcementDisabled --rhel-limit 12345678.0 "$fixtures/none.yaml"
 expect_bad_input "bad --now" --now yesterday "$fixtures/none.yaml"
 expect_bad_input "bad option '--bogus'" --bogus "$fixtures/none.yaml"
 expect_bad_input "missing FILE" --ocp-limit 4.13.0

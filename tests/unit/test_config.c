@@ -30,6 +30,12 @@ static void expect_error(const char *text, const char *expected)
     cr_expect_str_eq(err, expected);
 }
 
+static void redirect_both(void)
+{
+    cr_redirect_stdout();
+    cr_redirect_stderr();
+}
+
 static config_t *parse_ok(const char *text)
 {
     config_t *cfg = parse(text);
@@ -85,6 +91,22 @@ Test(config, defaults_when_keys_absent)
     cr_expect_str_eq(cfg->admin.addr.text, "127.0.0.1:22625");
     cr_expect_eq(cfg->log.level, LOG_INFO);
     cr_expect(cfg->log.access);
+    config_free(cfg);
+}
+
+/* The gate, `skewgate verdict` and the verdict's tests share one source of
+ * the skew defaults. */
+Test(config, skew_defaults_are_the_cores)
+{
+    verdict_limits_t limits;
+    verdict_policy_t policy;
+    memset(&limits, 0xa5, sizeof limits);
+    memset(&policy, 0xa5, sizeof policy);
+    verdict_limits_default(&limits);
+    verdict_policy_default(&policy);
+    config_t *cfg = parse_ok(MINIMAL);
+    cr_expect_eq(memcmp(&cfg->enforcement.limits, &limits, sizeof limits), 0);
+    cr_expect_eq(memcmp(&cfg->enforcement.policy, &policy, sizeof policy), 0);
     config_free(cfg);
 }
 
@@ -429,6 +451,126 @@ Test(config, skew_limits_are_strict_versions)
                  "MAJOR.MINOR, e.g. 9.2");
 }
 
+/* --- The skew limits: enforcement.limits and `skewgate verdict --ocp-limit
+ * / --rhel-limit` accept exactly the same strings, the API's formats. */
+
+/* s as a YAML double-quoted scalar that YAML reads back as s itself: the
+ * quote, the backslash and every byte outside printable ASCII as \xHH. */
+static void yaml_quoted(const char *s, char *out, size_t len)
+{
+    size_t used = (size_t)snprintf(out, len, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        bool plain = *p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\';
+        used += (size_t)snprintf(out + used, len - used, plain ? "%c" : "\\x%02x", *p);
+    }
+    snprintf(out + used, len - used, "\"");
+}
+
+/* config_parse of the smallest file setting enforcement.limits.KEY. */
+static bool config_takes_limit(const char *key, const char *value, verdict_limits_t *limits)
+{
+    char quoted[256], text[512];
+    yaml_quoted(value, quoted, sizeof quoted);
+    snprintf(text, sizeof text, MINIMAL "enforcement: {limits: {%s: %s}}\n", key, quoted);
+    config_t *cfg = parse(text);
+    if (cfg)
+        *limits = cfg->enforcement.limits;
+    config_free(cfg);
+    return cfg != NULL;
+}
+
+/* cmd_verdict's exit status with --OPTION=VALUE on an object whose verdict
+ * no limit changes (mode None): 0 when it takes the value, 2 when not. */
+static int verdict_exit_with_limit(const char *option, const char *value)
+{
+    char arg[256];
+    snprintf(arg, sizeof arg, "--%s=%s", option, value);
+    char *argv[] = {"verdict", arg, SRCDIR "/tests/fixtures/machineconfiguration/none.yaml", NULL};
+    optind = 0;     /* getopt_long starts over for each run */
+    return cmd_verdict(3, argv);
+}
+
+typedef struct limit_case {
+    const char *text;
+    bool valid;
+    uint32_t major, minor, patch;
+} limit_case_t;
+
+/* Leading zeros, signs, spaces, other digits, overflow and length. */
+static const limit_case_t ocp_limit_cases[] = {
+    {"4.13.0", true, 4, 13, 0},        {"1.2.3", true, 1, 2, 3},
+    {"04.13.0", true, 4, 13, 0},       {"00.00.00", true, 0, 0, 0},
+    {"0.0.123456", true, 0, 0, 123456}, {"4.18.22", true, 4, 18, 22},
+    {"4.13.0000000", false, 0, 0, 0},  {"1234.567.89", false, 0, 0, 0},
+    {"4294967295.0.0", false, 0, 0, 0}, {"4294967296.0.0", false, 0, 0, 0},
+    {"99999999999999999999.0.0", false, 0, 0, 0},
+    {"+4.13.0", false, 0, 0, 0},       {"-4.13.0", false, 0, 0, 0},
+    {"4.+13.0", false, 0, 0, 0},       {"4.-1.00", false, 0, 0, 0},
+    {" 4.13.0", false, 0, 0, 0},       {"4.13.0 ", false, 0, 0, 0},
+    {"4. 13.0", false, 0, 0, 0},       {"4.13.0\n", false, 0, 0, 0},
+    {"4.13.0\t", false, 0, 0, 0},      {"4.13", false, 0, 0, 0},
+    {"4.13.0.1", false, 0, 0, 0},      {"v4.13.0", false, 0, 0, 0},
+    {"4..13.0", false, 0, 0, 0},       {"", false, 0, 0, 0},
+    {"4.13.0-rc.1", false, 0, 0, 0},   {"\xef\xbc\x94.13.0", false, 0, 0, 0},
+    {"4.1e1.0", false, 0, 0, 0},       {"0x4.13.0", false, 0, 0, 0},
+};
+
+static const limit_case_t rhel_limit_cases[] = {
+    {"9.2", true, 9, 2, 0},            {"9.10", true, 9, 10, 0},
+    {"09.02", true, 9, 2, 0},          {"0.0", true, 0, 0, 0},
+    {"8.10", true, 8, 10, 0},          {"12345678.0", true, 12345678, 0, 0},
+    {"1.23456789", true, 1, 23456789, 0},
+    {"1.234567890", false, 0, 0, 0},   {"123456789.0", false, 0, 0, 0},
+    {"4294967295.0", false, 0, 0, 0},  {"4294967296.0", false, 0, 0, 0},
+    {"9", false, 0, 0, 0},             {"9.", false, 0, 0, 0},
+    {".2", false, 0, 0, 0},            {"9.2.0", false, 0, 0, 0},
+    {"+9.2", false, 0, 0, 0},          {"-9.2", false, 0, 0, 0},
+    {" 9.2", false, 0, 0, 0},          {"9.2 ", false, 0, 0, 0},
+    {"9,2", false, 0, 0, 0},           {"", false, 0, 0, 0},
+    {"9.2a", false, 0, 0, 0},          {"0x9.2", false, 0, 0, 0},
+    {"9.2e0", false, 0, 0, 0},         {"\xef\xbc\x99.2", false, 0, 0, 0},
+};
+
+Test(skew_limits, config_and_verdict_cli_take_the_same_ocp_limits, .init = redirect_both)
+{
+    for (size_t i = 0; i < sizeof ocp_limit_cases / sizeof ocp_limit_cases[0]; i++) {
+        const limit_case_t *c = &ocp_limit_cases[i];
+        verdict_limits_t from_config;
+        ocp_version_t parsed;
+        bool config = config_takes_limit("ocp_version", c->text, &from_config);
+        bool core = version_parse_ocp(c->text, &parsed) == 0;
+        int cli = verdict_exit_with_limit("ocp-limit", c->text);
+        cr_expect_eq(config, c->valid, "config, \"%s\": %s", c->text, config ? "taken" : err);
+        cr_expect_eq(core, c->valid, "version_parse_ocp, \"%s\"", c->text);
+        cr_expect_eq(cli, c->valid ? 0 : 2, "--ocp-limit=\"%s\": exit %d", c->text, cli);
+        if (config && core && c->valid) {
+            ocp_version_t want = {c->major, c->minor, c->patch};
+            cr_expect_eq(version_cmp_ocp(&from_config.ocp, &want), 0, "config, \"%s\"", c->text);
+            cr_expect_eq(version_cmp_ocp(&parsed, &want), 0, "version_parse_ocp, \"%s\"", c->text);
+        }
+    }
+}
+
+Test(skew_limits, config_and_verdict_cli_take_the_same_rhel_limits, .init = redirect_both)
+{
+    for (size_t i = 0; i < sizeof rhel_limit_cases / sizeof rhel_limit_cases[0]; i++) {
+        const limit_case_t *c = &rhel_limit_cases[i];
+        verdict_limits_t from_config;
+        rhel_version_t parsed;
+        bool config = config_takes_limit("rhel_version", c->text, &from_config);
+        bool core = version_parse_rhel(c->text, &parsed) == 0;
+        int cli = verdict_exit_with_limit("rhel-limit", c->text);
+        cr_expect_eq(config, c->valid, "config, \"%s\": %s", c->text, config ? "taken" : err);
+        cr_expect_eq(core, c->valid, "version_parse_rhel, \"%s\"", c->text);
+        cr_expect_eq(cli, c->valid ? 0 : 2, "--rhel-limit=\"%s\": exit %d", c->text, cli);
+        if (config && core && c->valid) {
+            rhel_version_t want = {c->major, c->minor};
+            cr_expect_eq(version_cmp_rhel(&from_config.rhel, &want), 0, "config, \"%s\"", c->text);
+            cr_expect_eq(version_cmp_rhel(&parsed, &want), 0, "version_parse_rhel, \"%s\"", c->text);
+        }
+    }
+}
+
 Test(config, tls_lists_are_checked_name_by_name)
 {
     expect_error("listeners:\n  - address: \"0.0.0.0:1\"\n    tls: {certificate: c, key: k,\n"
@@ -625,12 +767,6 @@ Test(config_file, relative_paths_follow_the_config_file)
 }
 
 /* --- skewgate check. */
-
-static void redirect_both(void)
-{
-    cr_redirect_stdout();
-    cr_redirect_stderr();
-}
 
 Test(cmd_check, valid_file_prints_ok, .init = redirect_both)
 {

@@ -562,6 +562,60 @@ Test(tls, min_version_tls13_refuses_a_tls12_client)
     SSL_CTX_free(sctx);
 }
 
+/* "name:name:..." of the ciphers a context enables, TLS 1.3 suites included. */
+static void cipher_names(SSL_CTX *ctx, char *buf, size_t len)
+{
+    STACK_OF(SSL_CIPHER) *ciphers = SSL_CTX_get_ciphers(ctx);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < sk_SSL_CIPHER_num(ciphers) && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ":" : "",
+                                 SSL_CIPHER_get_name(sk_SSL_CIPHER_value(ciphers, i)));
+}
+
+/* Whether a client offering only group completes a handshake with sctx. */
+static bool accepts_group(SSL_CTX *sctx, const char *group)
+{
+    config_upstream_t up = upstream_cfg(ecdsa.ca, "localhost");
+    SSL_CTX *cctx = client_ctx(&up);
+    link_t l = link_new(cctx, &up, sctx);
+    cr_assert_eq(SSL_set1_groups_list(l.client, group), 1, "%s", group);
+    bool ok = handshake(&l);
+    link_free(&l);
+    SSL_CTX_free(cctx);
+    return ok;
+}
+
+/* A listener whose tls mapping names no lists, and a context built from
+ * NULL lists, get the one Intermediate profile. */
+Test(tls, a_config_silent_on_lists_and_null_lists_give_the_same_profile)
+{
+    char text[3 * PATH_MAX];
+    snprintf(text, sizeof text, "listeners:\n  - address: \"127.0.0.1:0\"\n    tls: {certificate: \"%s\", key: \"%s\"}\n",
+             ecdsa.crt, ecdsa.key);
+    config_t *cfg = config_parse(text, strlen(text), "t.yaml", err, sizeof err);
+    cr_assert_not_null(cfg, "%s", err);
+    cr_expect_str_eq(cfg->listeners[0].tls.ciphers, CONFIG_TLS_INTERMEDIATE_CIPHERS);
+    SSL_CTX *configured = server_ctx(cfg->listeners[0].tls);
+    SSL_CTX *unset = server_ctx(server_cfg(&ecdsa));
+
+    char a[4096], b[4096];
+    cipher_names(configured, a, sizeof a);
+    cipher_names(unset, b, sizeof b);
+    cr_expect_str_eq(a, b);
+    cr_expect(strstr(a, "TLS_CHACHA20_POLY1305_SHA256") && strstr(a, "ECDHE-RSA-CHACHA20-POLY1305"), "%s", a);
+    static const struct { const char *group; bool in_profile; } groups[] = {
+        {"X25519", true}, {"prime256v1", true}, {"secp384r1", true}, {"secp521r1", false}, {"X448", false},
+    };
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        cr_expect_eq(accepts_group(configured, groups[i].group), groups[i].in_profile, "%s", groups[i].group);
+        cr_expect_eq(accepts_group(unset, groups[i].group), groups[i].in_profile, "%s", groups[i].group);
+    }
+    SSL_CTX_free(unset);
+    SSL_CTX_free(configured);
+    config_free(cfg);
+}
+
 Test(tls, the_default_profile_refuses_static_rsa_and_the_config_can_allow_it)
 {
     config_upstream_t up = upstream_cfg(rsa.ca, "localhost");
@@ -689,7 +743,7 @@ Test(tls, eof_without_close_notify_reads_as_a_plain_eof)
 
 static const int both_versions[] = {TLS1_2_VERSION, TLS1_3_VERSION};
 
-Test(tls, tickets_let_a_client_resume_as_tls_h_describes)
+Test(tls, tickets_let_a_client_resume_on_the_shared_server_context)
 {
     SSL_CTX *sctx = server_ctx(server_cfg(&ecdsa));
     config_upstream_t up = upstream_cfg(ecdsa.ca, "localhost");

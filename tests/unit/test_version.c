@@ -233,13 +233,34 @@ Test(version_rhel, rejects_malformed_limits)
     assert_rhel_rejected(NULL);
 }
 
-Test(version_rhel, component_overflow_is_an_error_not_a_wrap)
+/* As long as the longest RHEL version an rhcosVersion can carry; within
+ * it no component can overflow, and longer ones are refused before. */
+Test(version_rhel, enforces_length_up_to_10)
 {
-    rhel_version_t v = rhel("4294967295.0");
-    cr_assert_eq(v.major, 4294967295u);
+    rhel_version_t v = rhel("12345678.0");       /* 10 */
+    cr_expect_eq(v.major, 12345678u);
+    v = rhel("1.23456789");                       /* 10 */
+    cr_expect_eq(v.minor, 23456789u);
+    rhel("0.0");                                  /* 3, the shortest */
+    assert_rhel_rejected("123456789.0");          /* 11, well-formed otherwise */
+    assert_rhel_rejected("9.000000002");          /* 11, leading zeros count */
+    assert_rhel_rejected("4294967295.0");
     assert_rhel_rejected("4294967296.0");
-    assert_rhel_rejected("9.99999999999");
     assert_rhel_rejected("9.18446744073709551617");
+}
+
+/* The longest RHEL version of a new-scheme rhcosVersion of 21 characters
+ * is exactly as long as the longest limit. */
+Test(version_rhel, the_length_bound_is_the_longest_rhcos_rhel_version)
+{
+    rhel_version_t image = rhcos("1234.56789.20250523-1");
+    char buf[32];
+    cr_assert_eq(strlen("1234.56789.20250523-1"), 21);
+    version_format_rhel(&image, buf, sizeof buf);
+    cr_assert_str_eq(buf, "1234.56789");
+    rhel_version_t limit = rhel(buf);
+    cr_expect_eq(version_cmp_rhel(&image, &limit), 0);
+    assert_rhcos_rejected("1234.567890.20250523-1");   /* 22: a longer RHEL version does not fit */
 }
 
 /* ---- formatting */

@@ -1,0 +1,208 @@
+/* readers: what the gate's own values must look like (readers.h). */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "readers.h"
+#include "core/version.h"
+
+int conf_read_workers(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    static const range_t workers_range = {1, CONFIG_MAX_WORKERS};
+    static const field_t as_count = {"workers", schema_read_count, 0, &workers_range};
+    (void)f;
+    if (node->kind == YNODE_SCALAR && node->len == 4 && !strcmp(node->value, "auto"))
+        return 0;   /* the default, resolved once loading ends */
+    if (node->kind == YNODE_SCALAR && node->plain && node->len && strspn(node->value, "0123456789") == node->len)
+        return schema_read_count(ld, node, &as_count, dst);
+    return schema_fail_expected(ld, node, "auto or a whole number from 1 to 256");
+}
+
+/* The limits are parsed by core/version, as `skewgate verdict --ocp-limit`
+ * parses them: both accept exactly the API's formats. */
+int conf_read_ocp_version(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    const char *s = schema_scalar_text(ld, node, "an OCP version such as \"4.13.0\"");
+    if (!s)
+        return -1;
+    if (version_parse_ocp(s, dst) < 0)
+        return schema_fail(ld, node, ld->path, "invalid OCP version \"%s\": expected MAJOR.MINOR.PATCH, e.g. 4.13.0", s);
+    return 0;
+}
+
+int conf_read_rhel_version(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    const char *s = schema_scalar_text(ld, node, "a RHEL version such as \"9.2\"");
+    if (!s)
+        return -1;
+    if (version_parse_rhel(s, dst) < 0)
+        return schema_fail(ld, node, ld->path, "invalid RHEL version \"%s\": expected MAJOR.MINOR, e.g. 9.2", s);
+    return 0;
+}
+
+/* The name goes into the API path; a DNS-1123 subdomain, as Kubernetes
+ * requires of object names. */
+static bool is_dns_subdomain(const char *s)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len > 253)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        bool alnum = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9');
+        bool edge = i == 0 || i == len - 1 || s[i - 1] == '.' || s[i + 1] == '.';
+        if (!alnum && (edge || (s[i] != '-' && s[i] != '.')))
+            return false;
+    }
+    return true;
+}
+
+int conf_read_kube_name(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    const char *s = schema_string_text(ld, node);
+    if (!s)
+        return -1;
+    if (!is_dns_subdomain(s))
+        return schema_fail(ld, node, ld->path,
+                           "invalid object name \"%s\": expected lowercase letters, digits, '-' and '.'", s);
+    return schema_set_string(ld, node, dst, s);
+}
+
+/* "" = in-cluster; http:// serves kubectl proxy, which holds the credentials. */
+int conf_read_kube_server(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    const char *s = schema_string_text(ld, node);
+    if (!s)
+        return -1;
+    const char *rest = !strncmp(s, "https://", 8) ? s + 8 : !strncmp(s, "http://", 7) ? s + 7 : NULL;
+    if (*s && (!rest || !*rest || strpbrk(s, " \t\r\n")))
+        return schema_fail(ld, node, ld->path,
+                           "invalid server \"%s\": expected https://HOST[:PORT], or \"\" for in-cluster", s);
+    return schema_set_string(ld, node, dst, s);
+}
+
+/* Requests are matched after percent-decoding and cleaning (as the MCS
+ * routes them), so a prefix that is not itself clean could never match. */
+static bool is_clean_prefix(const char *s)
+{
+    if (s[0] != '/' || strstr(s, "//") || strstr(s, "/./") || strstr(s, "/../"))
+        return false;
+    size_t len = strlen(s);
+    if ((len >= 2 && !strcmp(s + len - 2, "/.")) || (len >= 3 && !strcmp(s + len - 3, "/..")))
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p <= ' ' || *p >= 0x7f || *p == '%' || *p == '?' || *p == '#')
+            return false;
+    return true;
+}
+
+int conf_read_prefixes(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    config_gate_t *gate = dst;
+    if (node->kind != YNODE_SEQ)
+        return schema_fail_expected(ld, node, "a list of path prefixes");
+    if (node->n == 0)
+        return schema_fail(ld, node, ld->path, "at least one prefix is required");
+    if (node->n > CONFIG_MAX_PREFIXES)
+        return schema_fail(ld, node->items[CONFIG_MAX_PREFIXES], ld->path, "at most %d prefixes", CONFIG_MAX_PREFIXES);
+    for (size_t i = 0; i < gate->n_prefixes; i++) {
+        free(gate->prefixes[i]);
+        gate->prefixes[i] = NULL;
+    }
+    gate->n_prefixes = 0;
+    for (size_t i = 0; i < node->n; i++) {
+        size_t saved = schema_path_push_index(ld, i);
+        const char *s = schema_string_text(ld, node->items[i]);
+        if (!s)
+            return -1;
+        if (!is_clean_prefix(s))
+            return schema_fail(ld, node->items[i], ld->path,
+                               "prefix \"%s\" must be a clean absolute path (no //, /./, /../, %%, ? or #): "
+                               "requests are matched after decoding and cleaning", s);
+        if (schema_set_string(ld, node->items[i], &gate->prefixes[i], s) < 0)
+            return -1;
+        gate->n_prefixes = i + 1;
+        schema_path_pop(ld, saved);
+    }
+    return 0;
+}
+
+/* --- TLS lists: OpenSSL is asked, so a typo is caught with its position. */
+
+static SSL_CTX *tls_probe(loader_t *ld)
+{
+    if (!ld->tls_probe)
+        ld->tls_probe = SSL_CTX_new(TLS_server_method());
+    return ld->tls_probe;
+}
+
+static int probe_ciphers(SSL_CTX *ctx, const char *list) { return SSL_CTX_set_cipher_list(ctx, list); }
+static int probe_ciphersuites(SSL_CTX *ctx, const char *list) { return SSL_CTX_set_ciphersuites(ctx, list); }
+static int probe_groups(SSL_CTX *ctx, const char *list) { return (int)SSL_CTX_set1_groups_list(ctx, list); }
+
+typedef struct tls_list_kind {
+    const char *what;                       /* "TLS 1.2 cipher" */
+    int (*probe)(SSL_CTX *, const char *);
+    const char *separators;
+    const char *operators;                  /* leading characters of non-name elements */
+} tls_list_kind_t;
+
+static const tls_list_kind_t cipher_list = {"TLS 1.2 cipher", probe_ciphers, ":, ", "!-+@"};
+static const tls_list_kind_t ciphersuite_list = {"TLS 1.3 ciphersuite", probe_ciphersuites, ":", ""};
+static const tls_list_kind_t group_list = {"key exchange group", probe_groups, ":", ""};
+
+/* OpenSSL skips unknown names as long as one name in a list is known, so
+ * each name is also tried alone; operators only mean something in a list. */
+static int check_tls_list(loader_t *ld, const ynode_t *node, const char *list, const tls_list_kind_t *kind)
+{
+    SSL_CTX *ctx = tls_probe(ld);
+    if (!ctx)
+        return schema_fail_oom(ld, node);
+    char *copy = strdup(list);
+    if (!copy)
+        return schema_fail_oom(ld, node);
+    int rc = 0;
+    char *save = NULL;
+    for (char *name = strtok_r(copy, kind->separators, &save); name && rc == 0;
+         name = strtok_r(NULL, kind->separators, &save)) {
+        if (!strchr(kind->operators, name[0]) && !kind->probe(ctx, name))
+            rc = schema_fail(ld, node, ld->path, "unknown %s \"%s\"", kind->what, name);
+    }
+    free(copy);
+    if (rc == 0 && (!*list || !kind->probe(ctx, list)))
+        rc = schema_fail(ld, node, ld->path, "\"%s\" selects no %s", list, kind->what);
+    ERR_clear_error();
+    return rc;
+}
+
+static int read_tls_list(loader_t *ld, const ynode_t *node, void *dst, const tls_list_kind_t *kind)
+{
+    const char *s = schema_string_text(ld, node);
+    if (!s || check_tls_list(ld, node, s, kind) < 0)
+        return -1;
+    return schema_set_string(ld, node, dst, s);
+}
+
+int conf_read_ciphers(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    return read_tls_list(ld, node, dst, &cipher_list);
+}
+
+int conf_read_ciphersuites(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    return read_tls_list(ld, node, dst, &ciphersuite_list);
+}
+
+int conf_read_groups(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    return read_tls_list(ld, node, dst, &group_list);
+}
