@@ -364,8 +364,8 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap)
     int spec = 0;
     if (c->w->cfg->gate.reject_mode == REJECT_EXPLAIN) {
         const http_header_t *accept = http_headers_get(&req->headers, HTTP_HDR_ACCEPT);
-        spec = accept ? snapshot_ignition_spec(c->ibuf + accept->value.off, accept->value.len)
-                      : snapshot_ignition_spec(NULL, 0);
+        spec = accept ? http_accept_ignition_spec(c->ibuf + accept->value.off, accept->value.len)
+                      : http_accept_ignition_spec(NULL, 0);
     }
     gate_conn_variant_t variant = !c->keep_alive ? GATE_CONN_CLOSE
                                   : c->http10    ? GATE_CONN_KEEP_ALIVE_10
