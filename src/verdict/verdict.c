@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "verdict/verdict.h"
 
 #define CONDITION_DEGRADED "BootImageUpdateDegraded"
@@ -25,77 +26,8 @@ const char *verdict_reason_name(verdict_reason_t r)
     return (unsigned)r < REASON__COUNT ? reason_names[r] : "Unknown";
 }
 
-/* ---- text: everything in a verdict ends up in JSON and in front of an
- * administrator, and parts of it come from the object, so it is kept valid
- * UTF-8 without control characters, whatever was truncated. */
-
-/* Length of the valid UTF-8 sequence at s, or 0 when it is not one
- * (overlong, surrogate, above U+10FFFF, stray or missing continuation). */
-static size_t utf8_sequence_len(const unsigned char *s)
-{
-    static const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
-    size_t len;
-    uint32_t cp;
-    if (s[0] < 0x80)
-        return 1;
-    if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-        len = 2;
-        cp = s[0] & 0x1F;
-    } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-        len = 3;
-        cp = s[0] & 0x0F;
-    } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-        len = 4;
-        cp = s[0] & 0x07;
-    } else {
-        return 0;
-    }
-    /* A NUL is not a continuation byte, so this never reads past the end. */
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < smallest[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
-/* A lead byte whose continuation bytes run into the end of the string: what
- * truncating in the middle of a character leaves behind. */
-static bool utf8_cut_short(const unsigned char *s)
-{
-    size_t want = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 0;
-    size_t i = 1;
-    while (i < want && (s[i] & 0xC0) == 0x80)
-        i++;
-    return want > 0 && i < want && s[i] == '\0';
-}
-
-/* In place: control characters become spaces, invalid bytes '?', and a
- * character cut short at the end is dropped. */
-static void sanitize_text(char *text)
-{
-    unsigned char *p = (unsigned char *)text;
-    while (*p) {
-        size_t n = utf8_sequence_len(p);
-        if (n == 0 && utf8_cut_short(p)) {
-            *p = '\0';
-        } else if (n == 0) {
-            *p++ = '?';
-        } else if (n == 1 && (*p < 0x20 || *p == 0x7f)) {
-            *p++ = ' ';
-        } else {
-            p += n;
-        }
-    }
-}
-
-static void copy_text(char *dst, size_t cap, const char *src)
-{
-    snprintf(dst, cap, "%s", src ? src : "");
-    sanitize_text(dst);
-}
+/* ---- the message: parts of it come from the object, so it is sanitized
+ * (core/text.h) after every write. */
 
 static void append_message(verdict_t *out, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -106,7 +38,7 @@ static void append_message(verdict_t *out, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(out->message + used, sizeof out->message - used, fmt, ap);
     va_end(ap);
-    sanitize_text(out->message);
+    text_sanitize(out->message);
 }
 
 static void decide(verdict_t *out, decision_t decision, verdict_reason_t reason, bool settled,
@@ -121,7 +53,7 @@ static void decide(verdict_t *out, decision_t decision, verdict_reason_t reason,
     va_start(ap, fmt);
     vsnprintf(out->message, sizeof out->message, fmt, ap);
     va_end(ap);
-    sanitize_text(out->message);
+    text_sanitize(out->message);
 }
 
 /* ---- time */
@@ -310,11 +242,11 @@ static void record_facts(const json_t *object, const json_t *skew, verdict_t *ou
 {
     const char *mode = member_string(skew, "mode");
     const json_t *section = version_section(skew, mode);
-    copy_text(out->mode, sizeof out->mode, mode);
-    copy_text(out->ocp_version, sizeof out->ocp_version, member_string(section, "ocpVersion"));
-    copy_text(out->rhcos_version, sizeof out->rhcos_version,
+    text_copy(out->mode, sizeof out->mode, mode);
+    text_copy(out->ocp_version, sizeof out->ocp_version, member_string(section, "ocpVersion"));
+    text_copy(out->rhcos_version, sizeof out->rhcos_version,
               member_string(section, "rhcosVersion"));
-    copy_text(out->resource_version, sizeof out->resource_version,
+    text_copy(out->resource_version, sizeof out->resource_version,
               member_string(member(object, "metadata"), "resourceVersion"));
 }
 
