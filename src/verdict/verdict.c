@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/text.h"
+#include "core/time.h"
 #include "verdict/verdict.h"
 
 #define CONDITION_DEGRADED "BootImageUpdateDegraded"
@@ -56,109 +57,6 @@ static void decide(verdict_t *out, decision_t decision, verdict_reason_t reason,
     text_sanitize(out->message);
 }
 
-/* ---- time */
-
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-static bool is_leap_year(int year) { return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0; }
-
-static int days_in_month(int year, int month)
-{
-    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return month == 2 && is_leap_year(year) ? 29 : days[month - 1];
-}
-
-/* Leap years among 1 .. year-1 of the proleptic Gregorian calendar. */
-static int64_t leap_years_before(int year)
-{
-    int64_t y = year - 1;
-    return y / 4 - y / 100 + y / 400;
-}
-
-static int64_t days_since_epoch(int year, int month, int day)
-{
-    int64_t days = 365 * (int64_t)(year - 1970) + leap_years_before(year) - leap_years_before(1970);
-    for (int m = 1; m < month; m++)
-        days += days_in_month(year, m);
-    return days + day - 1;
-}
-
-/* Exactly n digits at *p; advances past them. */
-static int take_digits(const char **p, int n, int *out)
-{
-    int value = 0;
-    for (int i = 0; i < n; i++) {
-        if (!is_digit((*p)[i]))
-            return -1;
-        value = value * 10 + ((*p)[i] - '0');
-    }
-    *p += n;
-    *out = value;
-    return 0;
-}
-
-static int take_char(const char **p, char upper)
-{
-    /* RFC 3339 lets 'T' and 'Z' be written in lower case. */
-    if (**p != upper && **p != (upper | 0x20))
-        return -1;
-    (*p)++;
-    return 0;
-}
-
-/* RFC 3339 date-time: 2026-12-01T10:00:00Z, 2026-12-01T12:00:00.250+02:00.
- * Fractional seconds are dropped (time_t). The result must lie after the
- * epoch: until == 0 means "no expiry", and an instant at or before 1970 can
- * only be a mistake that must not turn into a permanent override. */
-static int parse_rfc3339(const char *s, time_t *out)
-{
-    const char *p = s;
-    int year, month, day, hour, minute, second;
-    if (take_digits(&p, 4, &year) || take_char(&p, '-') || take_digits(&p, 2, &month) ||
-        take_char(&p, '-') || take_digits(&p, 2, &day) || take_char(&p, 'T') ||
-        take_digits(&p, 2, &hour) || take_char(&p, ':') || take_digits(&p, 2, &minute) ||
-        take_char(&p, ':') || take_digits(&p, 2, &second))
-        return -1;
-    if (*p == '.') {
-        p++;
-        if (!is_digit(*p))
-            return -1;
-        while (is_digit(*p))
-            p++;
-    }
-    int offset = 0;
-    if (*p == '+' || *p == '-') {
-        int sign = *p == '-' ? -1 : 1;
-        int off_hour, off_minute;
-        p++;
-        if (take_digits(&p, 2, &off_hour) || take_char(&p, ':') ||
-            take_digits(&p, 2, &off_minute) || off_hour > 23 || off_minute > 59)
-            return -1;
-        offset = sign * (off_hour * 3600 + off_minute * 60);
-    } else if (take_char(&p, 'Z') != 0) {
-        return -1;
-    }
-    if (*p != '\0')
-        return -1;
-    /* Second 60 is a leap second; it reads as the next minute's first. */
-    if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
-        minute > 59 || second > 60)
-        return -1;
-    int64_t t =
-        days_since_epoch(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset;
-    if (t <= 0)
-        return -1;
-    *out = (time_t)t;
-    return 0;
-}
-
-static void format_rfc3339(time_t t, char *buf, size_t len)
-{
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, len, "@%lld", (long long)t);
-}
-
 /* ---- overrides */
 
 int verdict_override_parse(const char *s, verdict_override_t *out)
@@ -175,7 +73,12 @@ int verdict_override_parse(const char *s, verdict_override_t *out)
     if (semicolon) {
         const char *arg = semicolon + 1;
         if (strncmp(arg, until_key, sizeof until_key - 1) != 0 ||
-            parse_rfc3339(arg + sizeof until_key - 1, &parsed.until) != 0)
+            time_parse_rfc3339(arg + sizeof until_key - 1, &parsed.until) != 0)
+            return -1;
+        /* until == 0 means "no expiry", and an instant at or before 1970
+         * can only be a mistake that must not turn into a permanent
+         * override. */
+        if (parsed.until <= 0)
             return -1;
     }
     *out = parsed;
@@ -189,9 +92,9 @@ static bool override_in_force(const verdict_override_t *o, time_t now)
 
 static void decide_by_override(verdict_t *out, const verdict_override_t *o, const char *origin)
 {
-    char until[40] = "";
+    char until[TIME_RFC3339_LEN] = "";
     if (o->until != 0)
-        format_rfc3339(o->until, until, sizeof until);
+        time_format_rfc3339(o->until, until, sizeof until);
     decide(out, o->decision, REASON_OVERRIDE, false, "%s by %s, %s%s",
            o->decision == DECISION_REJECT ? "rejected" : "admitted", origin,
            o->until != 0 ? "until " : "without expiry", until);
@@ -546,9 +449,9 @@ json_t *verdict_to_json(const verdict_t *v)
     json_object_set_new(root, "message", json_string(v->message));
     json_object_set_new(root, "resourceVersion", json_string(v->resource_version));
     if (v->since != 0) {
-        char since[40];
-        format_rfc3339(v->since, since, sizeof since);
-        json_object_set_new(root, "since", json_string(since));
+        char since[TIME_RFC3339_LEN];
+        json_object_set_new(root, "since",
+                            json_string(time_format_rfc3339(v->since, since, sizeof since)));
     } else {
         json_object_set_new(root, "since", json_null());
     }
