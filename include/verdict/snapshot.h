@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "conf/config.h"
+#include "http/accept.h"
 #include "verdict/verdict.h"
 
 /* How the response ends the exchange; the proxy picks it from the request. */
@@ -19,18 +20,6 @@ typedef enum {
     GATE_CONN_KEEP_ALIVE_10,  /* HTTP/1.0 persistent: "Connection: keep-alive" */
     GATE_CONN__COUNT
 } gate_conn_variant_t;
-
-/* The Ignition spec an explain response is written in. */
-typedef enum {
-    IGNITION_SPEC_2_2,
-    IGNITION_SPEC_3_0,
-    IGNITION_SPEC_3_1,
-    IGNITION_SPEC_3_2,
-    IGNITION_SPEC_3_3,
-    IGNITION_SPEC_3_4,
-    IGNITION_SPEC_UNSUPPORTED,  /* the MCS answers 400 with an empty body */
-    IGNITION_SPEC__COUNT
-} ignition_spec_t;
 
 typedef struct gate_response {
     const char *data;
@@ -56,16 +45,8 @@ gate_snapshot_t *gate_snapshot_ref(gate_snapshot_t *s);
 void gate_snapshot_unref(gate_snapshot_t *s);
 
 /* The response for a rejected request. spec_index comes from
- * snapshot_ignition_spec (explain mode) or is 0 (hold, deny). */
+ * http_accept_ignition_spec (explain mode) or is 0 (hold, deny). */
 const gate_response_t *gate_snapshot_reject(const gate_snapshot_t *s, int spec_index,
                                             gate_conn_variant_t variant);
-
-/* Picks the spec as the MCS does from an Accept header value (NULL = no
- * header): of the Ignition media types with a valid version, the one with
- * the highest q (the first among equals) that we can answer; the newest spec
- * we render that is not newer than it, within its major. No Ignition type:
- * IGNITION_SPEC_2_2. Only unsupported Ignition versions:
- * IGNITION_SPEC_UNSUPPORTED. Returns an ignition_spec_t. */
-int snapshot_ignition_spec(const char *accept, size_t len);
 
 #endif

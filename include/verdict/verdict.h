@@ -95,8 +95,8 @@ typedef struct verdict {
 void verdict_compute(const verdict_input_t *in, verdict_t *out);
 
 /* Parses the annotation value "admit|reject[;until=RFC3339]", strictly:
- * lower-case words, no spaces. until takes Z or a +hh:mm/-hh:mm offset,
- * and fractional seconds (dropped); it must lie after the epoch, since
+ * lower-case words, no spaces. until is read by time_parse_rfc3339
+ * (core/time.h says what it takes) and must lie after the epoch, since
  * until == 0 means "no expiry". 0 (out->active set), or -1 (*out
  * cleared). */
 int verdict_override_parse(const char *s, verdict_override_t *out);

@@ -1,7 +1,6 @@
 /* skewgate verdict: evaluates a MachineConfiguration as the gate would and
  * prints the verdict, so that an admin or a script can ask before a
  * scale-up, and the rules can be tried on a saved object. */
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -10,6 +9,7 @@
 #include <time.h>
 
 #include "cli/cmd.h"
+#include "core/time.h"
 #include "verdict/mcobj.h"
 #include "verdict/verdict.h"
 #include "core/version.h"
@@ -53,42 +53,6 @@ static int verdict_fail(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return 2;
-}
-
-static int verdict_two_digits(const char *s)
-{
-    return isdigit((unsigned char)s[0]) && isdigit((unsigned char)s[1]) ? (s[0] - '0') * 10 + (s[1] - '0') : -1;
-}
-
-/* 2026-11-01T10:00:00Z, with optional fraction and a Z or ±HH:MM offset. */
-static int verdict_parse_rfc3339(const char *s, time_t *out)
-{
-    struct tm tm = {0};
-    const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!rest)
-        return -1;
-    if (*rest == '.') {
-        if (!isdigit((unsigned char)*++rest))
-            return -1;
-        while (isdigit((unsigned char)*rest))
-            rest++;
-    }
-    long offset = 0;
-    if (*rest == 'Z' || *rest == 'z') {
-        rest++;
-    } else if (*rest == '+' || *rest == '-') {
-        int hours = verdict_two_digits(rest + 1), minutes = rest[3] == ':' ? verdict_two_digits(rest + 4) : -1;
-        if (hours < 0 || minutes < 0)
-            return -1;
-        offset = (*rest == '-' ? -1 : 1) * (hours * 3600L + minutes * 60L);
-        rest += 6;
-    } else {
-        return -1;
-    }
-    if (*rest)
-        return -1;
-    *out = timegm(&tm) - offset;
-    return 0;
 }
 
 int cmd_verdict(int argc, char **argv)
@@ -135,7 +99,7 @@ int cmd_verdict(int argc, char **argv)
             in.has_previous = true;
             break;
         case OPT_NOW:
-            if (verdict_parse_rfc3339(optarg, &in.now) < 0)
+            if (time_parse_rfc3339(optarg, &in.now) < 0)
                 return verdict_fail("bad --now '%s': expected an RFC 3339 time such as 2026-11-01T10:00:00Z", optarg);
             break;
         case 'h':

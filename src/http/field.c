@@ -159,18 +159,17 @@ int http_fields_parse(const char *buf, uint32_t off, uint32_t end, http_headers_
     return 0;
 }
 
-bool http_list_next(http_list_t *it, const char **elem, size_t *len)
+bool http_list_next(http_list_t *it, char sep, const char **elem, size_t *len)
 {
-    while (it->p < it->end && (*it->p == ' ' || *it->p == '\t' || *it->p == ','))
+    while (it->p < it->end && (*it->p == ' ' || *it->p == '\t' || *it->p == sep))
         it->p++;
     if (it->p == it->end)
         return false;
     const char *s = it->p;
-    while (it->p < it->end && *it->p != ',')
+    while (it->p < it->end && *it->p != sep)
         it->p++;
     const char *e = it->p;
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-        e--;
+    http_trim_ows(&s, &e);
     *elem = s;
     *len = (size_t)(e - s);
     return true;
@@ -205,7 +204,7 @@ bool http_connection_lists(const char *buf, const http_headers_t *h, const char 
         const char *t;
         size_t n;
         /* Both sides are tokens of any case: a symmetric compare. */
-        while (http_list_next(&it, &t, &n))
+        while (http_list_next(&it, ',', &t, &n))
             if (n == len && strncasecmp(t, name, len) == 0)
                 return true;
     }
@@ -225,7 +224,7 @@ bool http_keep_alive(const char *buf, const http_headers_t *h, unsigned version_
         http_list_t it = {buf + f->value.off, buf + f->value.off + f->value.len};
         const char *t;
         size_t n;
-        while (http_list_next(&it, &t, &n)) {
+        while (http_list_next(&it, ',', &t, &n)) {
             if (HTTP_TOKEN_EQ(t, n, "close"))
                 close = true;
             else if (HTTP_TOKEN_EQ(t, n, "keep-alive"))

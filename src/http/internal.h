@@ -61,13 +61,26 @@ void http_headers_clear(http_headers_t *h);
 int http_fields_parse(const char *buf, uint32_t off, uint32_t end, http_headers_t *h,
                       const char **error);
 
-/* Elements of a comma-separated list (RFC 9110 5.6.1), empty ones skipped. */
+/* [*s, *e) without the OWS (SP, HTAB) at either end. */
+static inline void http_trim_ows(const char **s, const char **e)
+{
+    while (*s < *e && (**s == ' ' || **s == '\t'))
+        (*s)++;
+    while (*e > *s && ((*e)[-1] == ' ' || (*e)[-1] == '\t'))
+        (*e)--;
+}
+
+/* The one list tokenizer: the elements of [p, end) separated by sep, ','
+ * for a list (RFC 9110 5.6.1) and ';' for the parameters after a media
+ * type (RFC 9110 5.6.6). Each element comes without the OWS around it;
+ * empty elements are skipped. Quoted strings are not recognised: a
+ * separator inside quotes splits like any other. */
 typedef struct http_list {
     const char *p;
     const char *end;
 } http_list_t;
 
-bool http_list_next(http_list_t *it, const char **elem, size_t *len);
+bool http_list_next(http_list_t *it, char sep, const char **elem, size_t *len);
 
 /* 1*DIGIT -> value; -1 on anything else or above INT64_MAX. */
 int http_parse_length(const char *s, size_t n, int64_t *out);

@@ -222,7 +222,7 @@ static int parse_framing(const char *buf, http_request_t *req)
             http_list_t it = {buf + f->value.off, buf + f->value.off + f->value.len};
             const char *c;
             size_t n;
-            while (http_list_next(&it, &c, &n)) {
+            while (http_list_next(&it, ',', &c, &n)) {
                 /* We decode no coding but chunked (RFC 9112 6.1: 501). */
                 if (!HTTP_TOKEN_EQ(c, n, "chunked"))
                     return request_error(req, -501, "unsupported transfer coding");

@@ -65,7 +65,7 @@ static int parse_content_length(const char *buf, http_response_t *resp)
         size_t n;
         bool any = false;
         int64_t v;
-        while (http_list_next(&it, &e, &n)) {
+        while (http_list_next(&it, ',', &e, &n)) {
             if (http_parse_length(e, n, &v) < 0)
                 return response_error(resp, "invalid Content-Length");
             if (resp->content_length >= 0 && v != resp->content_length)
@@ -92,7 +92,7 @@ static int parse_transfer_encoding(const char *buf, http_response_t *resp, bool 
         http_list_t it = {buf + f->value.off, buf + f->value.off + f->value.len};
         const char *c;
         size_t n;
-        while (http_list_next(&it, &c, &n)) {
+        while (http_list_next(&it, ',', &c, &n)) {
             if (last_chunked)
                 return response_error(resp, "chunked is not the last transfer coding");
             last_chunked = HTTP_TOKEN_EQ(c, n, "chunked");

@@ -354,8 +354,8 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap)
     int spec = 0;
     if (c->w->cfg->gate.reject_mode == REJECT_EXPLAIN) {
         const http_header_t *accept = http_headers_get(&req->headers, HTTP_HDR_ACCEPT);
-        spec = accept ? snapshot_ignition_spec(c->ibuf + accept->value.off, accept->value.len)
-                      : snapshot_ignition_spec(NULL, 0);
+        spec = accept ? http_accept_ignition_spec(c->ibuf + accept->value.off, accept->value.len)
+                      : http_accept_ignition_spec(NULL, 0);
     }
     http_conn_variant_t variant = http_conn_variant(c->keep_alive, c->http10);
     const gate_response_t *r = gate_snapshot_reject(snap, spec, (gate_conn_variant_t)variant);

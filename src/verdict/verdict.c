@@ -1,7 +1,12 @@
+/* verdict_compute: DESIGN 1.6, row by row. The reading of the object is
+ * here; the annotation's grammar is in override.c, the JSON in
+ * verdict_json.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text.h"
+#include "core/time.h"
 #include "verdict/verdict.h"
 
 #define CONDITION_DEGRADED "BootImageUpdateDegraded"
@@ -25,77 +30,8 @@ const char *verdict_reason_name(verdict_reason_t r)
     return (unsigned)r < REASON__COUNT ? reason_names[r] : "Unknown";
 }
 
-/* ---- text: everything in a verdict ends up in JSON and in front of an
- * administrator, and parts of it come from the object, so it is kept valid
- * UTF-8 without control characters, whatever was truncated. */
-
-/* Length of the valid UTF-8 sequence at s, or 0 when it is not one
- * (overlong, surrogate, above U+10FFFF, stray or missing continuation). */
-static size_t utf8_sequence_len(const unsigned char *s)
-{
-    static const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
-    size_t len;
-    uint32_t cp;
-    if (s[0] < 0x80)
-        return 1;
-    if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-        len = 2;
-        cp = s[0] & 0x1F;
-    } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-        len = 3;
-        cp = s[0] & 0x0F;
-    } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-        len = 4;
-        cp = s[0] & 0x07;
-    } else {
-        return 0;
-    }
-    /* A NUL is not a continuation byte, so this never reads past the end. */
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < smallest[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
-/* A lead byte whose continuation bytes run into the end of the string: what
- * truncating in the middle of a character leaves behind. */
-static bool utf8_cut_short(const unsigned char *s)
-{
-    size_t want = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 0;
-    size_t i = 1;
-    while (i < want && (s[i] & 0xC0) == 0x80)
-        i++;
-    return want > 0 && i < want && s[i] == '\0';
-}
-
-/* In place: control characters become spaces, invalid bytes '?', and a
- * character cut short at the end is dropped. */
-static void sanitize_text(char *text)
-{
-    unsigned char *p = (unsigned char *)text;
-    while (*p) {
-        size_t n = utf8_sequence_len(p);
-        if (n == 0 && utf8_cut_short(p)) {
-            *p = '\0';
-        } else if (n == 0) {
-            *p++ = '?';
-        } else if (n == 1 && (*p < 0x20 || *p == 0x7f)) {
-            *p++ = ' ';
-        } else {
-            p += n;
-        }
-    }
-}
-
-static void copy_text(char *dst, size_t cap, const char *src)
-{
-    snprintf(dst, cap, "%s", src ? src : "");
-    sanitize_text(dst);
-}
+/* ---- the message: parts of it come from the object, so it is sanitized
+ * (core/text.h) after every write. */
 
 static void append_message(verdict_t *out, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -106,7 +42,7 @@ static void append_message(verdict_t *out, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(out->message + used, sizeof out->message - used, fmt, ap);
     va_end(ap);
-    sanitize_text(out->message);
+    text_sanitize(out->message);
 }
 
 static void decide(verdict_t *out, decision_t decision, verdict_reason_t reason, bool settled,
@@ -121,148 +57,7 @@ static void decide(verdict_t *out, decision_t decision, verdict_reason_t reason,
     va_start(ap, fmt);
     vsnprintf(out->message, sizeof out->message, fmt, ap);
     va_end(ap);
-    sanitize_text(out->message);
-}
-
-/* ---- time */
-
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-static bool is_leap_year(int year) { return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0; }
-
-static int days_in_month(int year, int month)
-{
-    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return month == 2 && is_leap_year(year) ? 29 : days[month - 1];
-}
-
-/* Leap years among 1 .. year-1 of the proleptic Gregorian calendar. */
-static int64_t leap_years_before(int year)
-{
-    int64_t y = year - 1;
-    return y / 4 - y / 100 + y / 400;
-}
-
-static int64_t days_since_epoch(int year, int month, int day)
-{
-    int64_t days = 365 * (int64_t)(year - 1970) + leap_years_before(year) - leap_years_before(1970);
-    for (int m = 1; m < month; m++)
-        days += days_in_month(year, m);
-    return days + day - 1;
-}
-
-/* Exactly n digits at *p; advances past them. */
-static int take_digits(const char **p, int n, int *out)
-{
-    int value = 0;
-    for (int i = 0; i < n; i++) {
-        if (!is_digit((*p)[i]))
-            return -1;
-        value = value * 10 + ((*p)[i] - '0');
-    }
-    *p += n;
-    *out = value;
-    return 0;
-}
-
-static int take_char(const char **p, char upper)
-{
-    /* RFC 3339 lets 'T' and 'Z' be written in lower case. */
-    if (**p != upper && **p != (upper | 0x20))
-        return -1;
-    (*p)++;
-    return 0;
-}
-
-/* RFC 3339 date-time: 2026-12-01T10:00:00Z, 2026-12-01T12:00:00.250+02:00.
- * Fractional seconds are dropped (time_t). The result must lie after the
- * epoch: until == 0 means "no expiry", and an instant at or before 1970 can
- * only be a mistake that must not turn into a permanent override. */
-static int parse_rfc3339(const char *s, time_t *out)
-{
-    const char *p = s;
-    int year, month, day, hour, minute, second;
-    if (take_digits(&p, 4, &year) || take_char(&p, '-') || take_digits(&p, 2, &month) ||
-        take_char(&p, '-') || take_digits(&p, 2, &day) || take_char(&p, 'T') ||
-        take_digits(&p, 2, &hour) || take_char(&p, ':') || take_digits(&p, 2, &minute) ||
-        take_char(&p, ':') || take_digits(&p, 2, &second))
-        return -1;
-    if (*p == '.') {
-        p++;
-        if (!is_digit(*p))
-            return -1;
-        while (is_digit(*p))
-            p++;
-    }
-    int offset = 0;
-    if (*p == '+' || *p == '-') {
-        int sign = *p == '-' ? -1 : 1;
-        int off_hour, off_minute;
-        p++;
-        if (take_digits(&p, 2, &off_hour) || take_char(&p, ':') ||
-            take_digits(&p, 2, &off_minute) || off_hour > 23 || off_minute > 59)
-            return -1;
-        offset = sign * (off_hour * 3600 + off_minute * 60);
-    } else if (take_char(&p, 'Z') != 0) {
-        return -1;
-    }
-    if (*p != '\0')
-        return -1;
-    /* Second 60 is a leap second; it reads as the next minute's first. */
-    if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
-        minute > 59 || second > 60)
-        return -1;
-    int64_t t =
-        days_since_epoch(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset;
-    if (t <= 0)
-        return -1;
-    *out = (time_t)t;
-    return 0;
-}
-
-static void format_rfc3339(time_t t, char *buf, size_t len)
-{
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, len, "@%lld", (long long)t);
-}
-
-/* ---- overrides */
-
-int verdict_override_parse(const char *s, verdict_override_t *out)
-{
-    static const char until_key[] = "until=";
-    verdict_override_t parsed = {.active = true};
-    memset(out, 0, sizeof *out);
-    if (!s)
-        return -1;
-    const char *semicolon = strchr(s, ';');
-    size_t word_len = semicolon ? (size_t)(semicolon - s) : strlen(s);
-    if (decision_parse_n(s, word_len, &parsed.decision) != 0)
-        return -1;
-    if (semicolon) {
-        const char *arg = semicolon + 1;
-        if (strncmp(arg, until_key, sizeof until_key - 1) != 0 ||
-            parse_rfc3339(arg + sizeof until_key - 1, &parsed.until) != 0)
-            return -1;
-    }
-    *out = parsed;
-    return 0;
-}
-
-static bool override_in_force(const verdict_override_t *o, time_t now)
-{
-    return o->active && (o->until == 0 || o->until > now);
-}
-
-static void decide_by_override(verdict_t *out, const verdict_override_t *o, const char *origin)
-{
-    char until[40] = "";
-    if (o->until != 0)
-        format_rfc3339(o->until, until, sizeof until);
-    decide(out, o->decision, REASON_OVERRIDE, false, "%s by %s, %s%s",
-           o->decision == DECISION_REJECT ? "rejected" : "admitted", origin,
-           o->until != 0 ? "until " : "without expiry", until);
+    text_sanitize(out->message);
 }
 
 /* ---- reading the object: every lookup tolerates any shape */
@@ -310,11 +105,11 @@ static void record_facts(const json_t *object, const json_t *skew, verdict_t *ou
 {
     const char *mode = member_string(skew, "mode");
     const json_t *section = version_section(skew, mode);
-    copy_text(out->mode, sizeof out->mode, mode);
-    copy_text(out->ocp_version, sizeof out->ocp_version, member_string(section, "ocpVersion"));
-    copy_text(out->rhcos_version, sizeof out->rhcos_version,
+    text_copy(out->mode, sizeof out->mode, mode);
+    text_copy(out->ocp_version, sizeof out->ocp_version, member_string(section, "ocpVersion"));
+    text_copy(out->rhcos_version, sizeof out->rhcos_version,
               member_string(section, "rhcosVersion"));
-    copy_text(out->resource_version, sizeof out->resource_version,
+    text_copy(out->resource_version, sizeof out->resource_version,
               member_string(member(object, "metadata"), "resourceVersion"));
 }
 
@@ -449,122 +244,186 @@ static void check_rhcos(const verdict_input_t *in, const char *version, verdict_
     }
 }
 
-/* ---- the table */
+/* ---- the table, rows 2 to 9 */
 
-/* Rules 2 to 9: everything but the override. */
-static void decide_by_object(const verdict_input_t *in, const json_t *object, verdict_t *out)
+/* What the rows look at: the input, and the object while it is the
+ * source's current view, with the parts of its status the rows read. */
+typedef struct view {
+    const verdict_input_t *in;
+    const json_t *object;   /* NULL unless state is SOURCE_PRESENT */
+    const json_t *status;   /* .status */
+    const json_t *skew;     /* .status.bootImageSkewEnforcementStatus */
+    const char *mode;       /* skew.mode when a string, else NULL */
+} view_t;
+
+/* A row: decides and returns true when its condition holds. */
+typedef bool rule_t(const view_t *v, verdict_t *out);
+
+/* Row 2: no data yet, the source failing longer than max_staleness, or
+ * the object absent. */
+static bool rule_no_object(const view_t *v, verdict_t *out)
 {
-    decision_t unknown = in->policy.when_unknown;
-    const char *unknown_name = decision_name(unknown);
-
-    if (in->state == SOURCE_ABSENT) {
+    decision_t unknown = v->in->policy.when_unknown;
+    if (v->in->state == SOURCE_ABSENT)
         decide(out, unknown, REASON_NOT_FOUND, false,
                "the MachineConfiguration object does not exist; applying the when_unknown "
                "policy (%s)",
-               unknown_name);
-        return;
-    }
-    if (in->state == SOURCE_FAILING) {
+               decision_name(unknown));
+    else if (v->in->state == SOURCE_FAILING)
         decide(out, unknown, REASON_SOURCE_UNAVAILABLE, false,
                "the MachineConfiguration source has been failing for longer than "
                "max_staleness; applying the when_unknown policy (%s)",
-               unknown_name);
-        return;
-    }
-    if (!object) {
+               decision_name(unknown));
+    else if (!v->object)
         decide(out, unknown, REASON_SOURCE_UNAVAILABLE, false,
                "the MachineConfiguration has not been read yet; applying the when_unknown "
                "policy (%s)",
-               unknown_name);
-        return;
-    }
+               decision_name(unknown));
+    else
+        return false;
+    return true;
+}
 
-    const json_t *status = member(object, "status");
-    const json_t *skew = member(status, "bootImageSkewEnforcementStatus");
-    const json_t *mode_field = member(skew, "mode");
-    const char *mode = member_string(skew, "mode");
-    /* The MCO has not reported enforcement yet; an empty mode is what it
-     * leaves before it first fills the status in. */
-    if (!json_is_object(skew) || !mode_field || str_is(mode, "")) {
-        decide(out, unknown, REASON_STATUS_UNSET, false,
-               "status.bootImageSkewEnforcementStatus%s is not set: the Machine Config "
-               "Operator has not reported boot image skew enforcement yet; applying the "
-               "when_unknown policy (%s)",
-               json_is_object(skew) ? ".mode" : "", unknown_name);
-        return;
-    }
+/* Row 3: status.bootImageSkewEnforcementStatus unset. An empty mode counts
+ * as unset: it is what the MCO leaves before it first fills the status in. */
+static bool rule_status_unset(const view_t *v, verdict_t *out)
+{
+    bool is_object = json_is_object(v->skew);
+    if (is_object && member(v->skew, "mode") && !str_is(v->mode, ""))
+        return false;
+    decide(out, v->in->policy.when_unknown, REASON_STATUS_UNSET, false,
+           "status.bootImageSkewEnforcementStatus%s is not set: the Machine Config "
+           "Operator has not reported boot image skew enforcement yet; applying the "
+           "when_unknown policy (%s)",
+           is_object ? ".mode" : "", decision_name(v->in->policy.when_unknown));
+    return true;
+}
 
-    if (str_is(mode, "None")) {
-        decide(out, DECISION_ADMIT, REASON_ENFORCEMENT_DISABLED, true,
-               "boot image skew enforcement is disabled (mode None): nodes may scale up from "
-               "boot images too old to join the cluster");
-        return;
-    }
+/* Row 4: mode None. */
+static bool rule_enforcement_disabled(const view_t *v, verdict_t *out)
+{
+    if (!str_is(v->mode, "None"))
+        return false;
+    decide(out, DECISION_ADMIT, REASON_ENFORCEMENT_DISABLED, true,
+           "boot image skew enforcement is disabled (mode None): nodes may scale up from "
+           "boot images too old to join the cluster");
+    return true;
+}
 
-    if (str_is(mode, "Automatic")) {
-        const json_t *degraded = find_condition(status, CONDITION_DEGRADED);
-        if (str_is(member_string(degraded, "status"), "True")) {
-            const char *reason = member_string(degraded, "reason");
-            const char *message = member_string(degraded, "message");
-            decide(out, DECISION_REJECT, REASON_CONTROLLER_DEGRADED, true,
-                   "the boot image controller is degraded (%s)%s%s",
-                   reason && *reason ? reason : CONDITION_DEGRADED, message && *message ? ": " : "",
-                   message ? message : "");
-            return;
-        }
-        /* Settled only once the controller says it is not progressing:
-         * "Unknown" is no more settled than "True". */
-        const json_t *progressing = find_condition(status, CONDITION_PROGRESSING);
-        const char *progressing_status = member_string(progressing, "status");
-        if (!str_is(progressing_status, "False")) {
-            decision_t kept = in->has_previous ? in->previous : DECISION_ADMIT;
-            decide(out, kept, REASON_CONTROLLER_PROGRESSING, false,
-                   "the boot image controller is still updating boot images (%s %s); %s%s%s",
-                   CONDITION_PROGRESSING,
-                   progressing ? (progressing_status ? progressing_status : "without status")
-                               : "absent",
-                   in->has_previous ? "keeping the previous decision ("
-                                    : "admitting until it settles",
-                   in->has_previous ? decision_name(kept) : "", in->has_previous ? ")" : "");
-            return;
-        }
-    } else if (!str_is(mode, "Manual")) {
-        decide(out, in->policy.when_unparseable, REASON_VERSION_UNPARSEABLE, true,
-               "status.bootImageSkewEnforcementStatus.mode is \"%s\", not Automatic, Manual or "
-               "None; applying the when_unparseable policy (%s)",
-               mode ? mode : "<not a string>", decision_name(in->policy.when_unparseable));
-        return;
-    }
+/* Row 5: mode Automatic and BootImageUpdateDegraded is True. */
+static bool rule_controller_degraded(const view_t *v, verdict_t *out)
+{
+    if (!str_is(v->mode, "Automatic"))
+        return false;
+    const json_t *degraded = find_condition(v->status, CONDITION_DEGRADED);
+    if (!str_is(member_string(degraded, "status"), "True"))
+        return false;
+    const char *reason = member_string(degraded, "reason");
+    const char *message = member_string(degraded, "message");
+    decide(out, DECISION_REJECT, REASON_CONTROLLER_DEGRADED, true,
+           "the boot image controller is degraded (%s)%s%s",
+           reason && *reason ? reason : CONDITION_DEGRADED, message && *message ? ": " : "",
+           message ? message : "");
+    return true;
+}
 
+/* Row 6: mode Automatic and BootImageUpdateProgressing absent or True.
+ * Settled only once the controller says it is not progressing: "Unknown"
+ * is no more settled than "True". */
+static bool rule_controller_progressing(const view_t *v, verdict_t *out)
+{
+    const verdict_input_t *in = v->in;
+    if (!str_is(v->mode, "Automatic"))
+        return false;
+    const json_t *progressing = find_condition(v->status, CONDITION_PROGRESSING);
+    const char *progressing_status = member_string(progressing, "status");
+    if (str_is(progressing_status, "False"))
+        return false;
+    decision_t kept = in->has_previous ? in->previous : DECISION_ADMIT;
+    decide(out, kept, REASON_CONTROLLER_PROGRESSING, false,
+           "the boot image controller is still updating boot images (%s %s); %s%s%s",
+           CONDITION_PROGRESSING,
+           progressing ? (progressing_status ? progressing_status : "without status") : "absent",
+           in->has_previous ? "keeping the previous decision (" : "admitting until it settles",
+           in->has_previous ? decision_name(kept) : "", in->has_previous ? ")" : "");
+    return true;
+}
+
+/* Row 7, first half: a mode the API server refuses (None went by at row 4). */
+static bool rule_mode_unknown(const view_t *v, verdict_t *out)
+{
+    if (str_is(v->mode, "Automatic") || str_is(v->mode, "Manual"))
+        return false;
+    decide(out, v->in->policy.when_unparseable, REASON_VERSION_UNPARSEABLE, true,
+           "status.bootImageSkewEnforcementStatus.mode is \"%s\", not Automatic, Manual or "
+           "None; applying the when_unparseable policy (%s)",
+           v->mode ? v->mode : "<not a string>", decision_name(v->in->policy.when_unparseable));
+    return true;
+}
+
+/* Rows 7 to 9 on the version the MCO checks: malformed or unparseable (7),
+ * below the limit (8), otherwise compliant (9). Always decides. */
+static bool rule_skew(const view_t *v, verdict_t *out)
+{
     version_kind_t kind;
     const char *version;
     char why[160];
-    if (!choose_version(skew, mode, &kind, &version, why, sizeof why)) {
-        decide(out, in->policy.when_unparseable, REASON_VERSION_UNPARSEABLE, true,
+    if (!choose_version(v->skew, v->mode, &kind, &version, why, sizeof why))
+        decide(out, v->in->policy.when_unparseable, REASON_VERSION_UNPARSEABLE, true,
                "status.bootImageSkewEnforcementStatus is malformed: %s; applying the "
                "when_unparseable policy (%s)",
-               why, decision_name(in->policy.when_unparseable));
-        return;
-    }
-    if (kind == CHECK_OCP)
-        check_ocp(in, version, out);
+               why, decision_name(v->in->policy.when_unparseable));
+    else if (kind == CHECK_OCP)
+        check_ocp(v->in, version, out);
     else
-        check_rhcos(in, version, out);
+        check_rhcos(v->in, version, out);
+    return true;
+}
+
+/* DESIGN 1.6 rows 2 to 9 in order; the first that decides wins, and the
+ * last always does. */
+static rule_t *const object_rules[] = {
+    rule_no_object,              /* 2 SourceUnavailable, NotFound */
+    rule_status_unset,           /* 3 StatusUnset */
+    rule_enforcement_disabled,   /* 4 EnforcementDisabled */
+    rule_controller_degraded,    /* 5 BootImageControllerDegraded */
+    rule_controller_progressing, /* 6 BootImageControllerProgressing */
+    rule_mode_unknown,           /* 7 VersionUnparseable */
+    rule_skew,                   /* 7 VersionUnparseable, 8 OutOfSkew, 9 Compliant */
+};
+
+/* ---- row 1: overrides */
+
+static bool override_in_force(const verdict_override_t *o, time_t now)
+{
+    return o->active && (o->until == 0 || o->until > now);
+}
+
+static void decide_by_override(verdict_t *out, const verdict_override_t *o, const char *origin)
+{
+    char until[TIME_RFC3339_LEN] = "";
+    if (o->until != 0)
+        time_format_rfc3339(o->until, until, sizeof until);
+    decide(out, o->decision, REASON_OVERRIDE, false, "%s by %s, %s%s",
+           o->decision == DECISION_REJECT ? "rejected" : "admitted", origin,
+           o->until != 0 ? "until " : "without expiry", until);
 }
 
 void verdict_compute(const verdict_input_t *in, verdict_t *out)
 {
     memset(out, 0, sizeof *out);
     out->limits = in->limits;
-    /* The object only counts while it is the source's current view. */
-    const json_t *object = in->state == SOURCE_PRESENT ? in->object : NULL;
-    record_facts(object, member(member(object, "status"), "bootImageSkewEnforcementStatus"), out);
+    view_t v = {.in = in, .object = in->state == SOURCE_PRESENT ? in->object : NULL};
+    v.status = member(v.object, "status");
+    v.skew = member(v.status, "bootImageSkewEnforcementStatus");
+    v.mode = member_string(v.skew, "mode");
+    record_facts(v.object, v.skew, out);
 
     if (override_in_force(&in->local_override, in->now)) {
         decide_by_override(out, &in->local_override, "an override set on this gate's admin API");
         return;
     }
-    const char *annotation = member_string(member(member(object, "metadata"), "annotations"),
+    const char *annotation = member_string(member(member(v.object, "metadata"), "annotations"),
                                            VERDICT_OVERRIDE_ANNOTATION);
     verdict_override_t cluster_override;
     bool annotation_invalid =
@@ -575,61 +434,11 @@ void verdict_compute(const verdict_input_t *in, verdict_t *out)
         return;
     }
 
-    decide_by_object(in, object, out);
+    for (size_t i = 0; i < sizeof object_rules / sizeof *object_rules; i++)
+        if (object_rules[i](&v, out))
+            break;
     /* Someone meant to override: say why it did not take. */
     if (annotation_invalid)
         append_message(out, " (ignored the annotation " VERDICT_OVERRIDE_ANNOTATION
                             ": not admit|reject[;until=RFC3339])");
-}
-
-/* ---- output */
-
-json_t *verdict_to_json(const verdict_t *v)
-{
-    char ocp_limit[32], rhel_limit[32];
-    json_t *root = json_object();
-    json_t *boot_image = json_object();
-    json_t *limit = json_object();
-    if (!root || !boot_image || !limit) {
-        json_decref(root);
-        json_decref(boot_image);
-        json_decref(limit);
-        return NULL;
-    }
-    json_object_set_new(boot_image, "ocpVersion", json_string(v->ocp_version));
-    json_object_set_new(boot_image, "rhcosVersion", json_string(v->rhcos_version));
-    json_object_set_new(
-        limit, "ocpVersion",
-        json_string(version_format_ocp(&v->limits.ocp, ocp_limit, sizeof ocp_limit)));
-    json_object_set_new(
-        limit, "rhelVersion",
-        json_string(version_format_rhel(&v->limits.rhel, rhel_limit, sizeof rhel_limit)));
-
-    json_object_set_new(root, "decision", json_string(decision_name(v->decision)));
-    json_object_set_new(root, "reason", json_string(verdict_reason_name(v->reason)));
-    json_object_set_new(root, "settled", json_boolean(v->settled));
-    json_object_set_new(root, "mode", json_string(v->mode));
-    json_object_set_new(root, "bootImage", boot_image);
-    json_object_set_new(root, "limit", limit);
-    json_object_set_new(root, "message", json_string(v->message));
-    json_object_set_new(root, "resourceVersion", json_string(v->resource_version));
-    if (v->since != 0) {
-        char since[40];
-        format_rfc3339(v->since, since, sizeof since);
-        json_object_set_new(root, "since", json_string(since));
-    } else {
-        json_object_set_new(root, "since", json_null());
-    }
-    return root;
-}
-
-/* resourceVersion and since are left out: a status update that changes
- * nothing the verdict rests on should not count as a new verdict. */
-bool verdict_equal(const verdict_t *a, const verdict_t *b)
-{
-    return a->decision == b->decision && a->reason == b->reason && a->settled == b->settled &&
-           version_cmp_ocp(&a->limits.ocp, &b->limits.ocp) == 0 &&
-           version_cmp_rhel(&a->limits.rhel, &b->limits.rhel) == 0 &&
-           strcmp(a->mode, b->mode) == 0 && strcmp(a->ocp_version, b->ocp_version) == 0 &&
-           strcmp(a->rhcos_version, b->rhcos_version) == 0 && strcmp(a->message, b->message) == 0;
 }

@@ -89,6 +89,16 @@ expect_verdict admit Compliant --rhel-limit 8.1 "$fixtures/manual-rhcos-legacy-o
 expect_verdict reject StatusUnset --when-unknown reject "$fixtures/status-unset.yaml"
 expect_verdict admit EnforcementDisabled --now 2026-11-01T12:00:00+02:00 "$fixtures/none.yaml"
 [ "$(field since)" = 2026-11-01T10:00:00Z ] || fail "--now: since $(field since), want 2026-11-01T10:00:00Z"
+# RFC 3339 lets the T be lower case.
+expect_verdict admit EnforcementDisabled --now 2026-11-01t12:00:00+02:00 "$fixtures/none.yaml"
+[ "$(field since)" = 2026-11-01T10:00:00Z ] || fail "--now with t: since $(field since), want 2026-11-01T10:00:00Z"
+
+# --now and the annotation's until= are read by the same parser: the
+# override holds up to the second before until, and not at until.
+sed 's|^metadata:$|metadata:\n  annotations:\n    skewgate.openshift.io/override: reject;until=2026-11-01t12:00:00.9+02:00|' \
+  "$fixtures/none.yaml" >"$tmp/override.yaml"
+expect_verdict reject Override --now 2026-11-01T09:59:59.999Z "$tmp/override.yaml"
+expect_verdict admit EnforcementDisabled --now 2026-11-01T10:00:00Z "$tmp/override.yaml"
 
 # Bad input: exit 2, the problem on one line.
 printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster\n' >"$tmp/configmap.yaml"
@@ -129,6 +139,14 @@ expect_verdict admit EnforcementDisabled --ocp-limit 04.13.0 "$fixtures/none.yam
 check_limit rhel_version 12345678.0 0
 expect_verdict admit EnforcementDisabled --rhel-limit 12345678.0 "$fixtures/none.yaml"
 expect_bad_input "bad --now" --now yesterday "$fixtures/none.yaml"
+# Strings strptime took and RFC 3339 refuses: a day past the month's end
+# (read as 2026-03-02), fields short of digits, a space before a number,
+# second 61, an offset past 23:59.
+for now in 2026-02-30T00:00:00Z 2026-1-1T1:2:3Z "2026-11-01T 10:00:00Z" \
+           2026-11-01T23:59:61Z 2026-11-01T10:00:00+24:00; do
+  expect_bad_input "^skewgate verdict: bad --now '${now//+/[+]}': expected an RFC 3339 time" \
+    --now "$now" "$fixtures/none.yaml"
+done
 expect_bad_input "bad option '--bogus'" --bogus "$fixtures/none.yaml"
 expect_bad_input "missing FILE" --ocp-limit 4.13.0
 

@@ -1,35 +1,22 @@
-/* The Ignition spec of an explain response, chosen from the Accept header
- * the way the MCS chooses it, so that a node gets a config it can parse. */
+/* The Ignition spec a node asks for, read from its Accept header with the
+ * list tokenizer of field.c: elements split on ',', parameters on ';'. */
 #include <stdbool.h>
 #include <string.h>
 #include <strings.h>
 
-#include "verdict/snapshot.h"
+#include "http/accept.h"
+#include "internal.h"
+
+#define IGNITION_MEDIA_TYPE "application/vnd.coreos.ignition+json"
 
 typedef struct text {
     const char *p, *end;
 } text_t;
 
-static bool is_ows(char c) { return c == ' ' || c == '\t'; }
-
-static text_t trim(const char *p, const char *end)
+static text_t trimmed(const char *p, const char *end)
 {
-    while (p < end && is_ows(*p))
-        p++;
-    while (end > p && is_ows(end[-1]))
-        end--;
+    http_trim_ows(&p, &end);
     return (text_t){p, end};
-}
-
-/* The trimmed item up to the next sep; moves *p past it. */
-static text_t next_item(const char **p, const char *end, char sep)
-{
-    const char *start = *p;
-    const char *stop = memchr(start, sep, (size_t)(end - start));
-    if (!stop)
-        stop = end;
-    *p = stop < end ? stop + 1 : end;
-    return trim(start, stop);
 }
 
 /* Media types and parameter names are case-insensitive (RFC 9110 8.3.1). */
@@ -97,7 +84,7 @@ static bool parse_qvalue(text_t t, unsigned *milli)
 /* The newest spec we render that is not newer than v, within v's major:
  * Ignition reads every older minor of its own major, so a client that asks
  * for 3.7.0 reads 3.4.0; a client that asks for 3.3.0 may not know 3.4.0. */
-static int spec_for(const requested_version_t *v)
+static ignition_spec_t spec_for(const requested_version_t *v)
 {
     if (v->major == 2) {
         bool at_least_2_2 = v->minor > 2 || (v->minor == 2 && (v->patch > 0 || !v->prerelease));
@@ -108,49 +95,68 @@ static int spec_for(const requested_version_t *v)
     if (v->minor > 4)
         return IGNITION_SPEC_3_4;
     if (v->patch > 0 || !v->prerelease)
-        return IGNITION_SPEC_3_0 + (int)v->minor;
-    return v->minor > 0 ? IGNITION_SPEC_3_0 + (int)v->minor - 1 : IGNITION_SPEC_UNSUPPORTED;
+        return (ignition_spec_t)(IGNITION_SPEC_3_0 + v->minor);
+    return v->minor > 0 ? (ignition_spec_t)(IGNITION_SPEC_3_0 + v->minor - 1)
+                        : IGNITION_SPEC_UNSUPPORTED;
 }
 
-int snapshot_ignition_spec(const char *accept, size_t len)
+/* One element of the Accept list, "type/subtype *(; name=value)": true
+ * with its spec and q (in thousandths, 1000 when absent) when it is the
+ * Ignition type with a usable version. The type is all before the first
+ * ';', even when empty; the first valid version and the first valid q
+ * count. */
+static bool ignition_element(const char *elem, size_t len, ignition_spec_t *spec, unsigned *q)
+{
+    const char *end = elem + len;
+    const char *semicolon = memchr(elem, ';', len);
+    if (!text_is(trimmed(elem, semicolon ? semicolon : end), IGNITION_MEDIA_TYPE))
+        return false;
+    requested_version_t version = {0};
+    bool have_version = false, have_q = false;
+    *q = 1000;
+    http_list_t params = {semicolon ? semicolon + 1 : end, end};
+    const char *param;
+    size_t param_len;
+    while (http_list_next(&params, ';', &param, &param_len)) {
+        const char *eq = memchr(param, '=', param_len);
+        if (!eq)
+            continue;
+        text_t key = trimmed(param, eq), value = trimmed(eq + 1, param + param_len);
+        if (!have_version && text_is(key, "version"))
+            have_version = parse_version(value, &version);
+        else if (!have_q && text_is(key, "q"))
+            have_q = parse_qvalue(value, q);
+    }
+    /* The MCS skips an Ignition type without a usable version. */
+    if (!have_version)
+        return false;
+    *spec = spec_for(&version);
+    return true;
+}
+
+ignition_spec_t http_accept_ignition_spec(const char *accept, size_t len)
 {
     if (!accept)
         return IGNITION_SPEC_2_2;
-    const char *p = accept, *end = accept + len;
-    int best = -1;
+    http_list_t list = {accept, accept + len};
+    const char *elem;
+    size_t elem_len;
+    ignition_spec_t best = IGNITION_SPEC_UNSUPPORTED;
     unsigned best_q = 0;
     bool unsupported = false;
-    while (p < end) {
-        text_t element = next_item(&p, end, ',');
-        const char *params = element.p;
-        if (!text_is(next_item(&params, element.end, ';'), "application/vnd.coreos.ignition+json"))
+    while (http_list_next(&list, ',', &elem, &elem_len)) {
+        ignition_spec_t spec;
+        unsigned q;
+        if (!ignition_element(elem, elem_len, &spec, &q))
             continue;
-        requested_version_t version = {0};
-        bool have_version = false, have_q = false;
-        unsigned q = 1000;
-        while (params < element.end) {
-            text_t param = next_item(&params, element.end, ';');
-            const char *eq = memchr(param.p, '=', (size_t)(param.end - param.p));
-            if (!eq)
-                continue;
-            text_t key = trim(param.p, eq), value = trim(eq + 1, param.end);
-            if (!have_version && text_is(key, "version"))
-                have_version = parse_version(value, &version);
-            else if (!have_q && text_is(key, "q"))
-                have_q = parse_qvalue(value, &q);
-        }
-        /* The MCS skips an Ignition type without a usable version. */
-        if (!have_version)
-            continue;
-        int spec = spec_for(&version);
         if (spec == IGNITION_SPEC_UNSUPPORTED)
             unsupported = true;
-        else if (best < 0 || q > best_q) {
+        else if (best == IGNITION_SPEC_UNSUPPORTED || q > best_q) {
             best = spec;
             best_q = q;
         }
     }
-    if (best >= 0)
+    if (best != IGNITION_SPEC_UNSUPPORTED)
         return best;
     return unsupported ? IGNITION_SPEC_UNSUPPORTED : IGNITION_SPEC_2_2;
 }

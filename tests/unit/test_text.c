@@ -1,0 +1,50 @@
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "core/text.h"
+
+Test(text, sanitize_keeps_valid_text_and_mends_the_rest)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"", ""},
+        {"plain ASCII ~", "plain ASCII ~"},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf"},
+        /* control characters, DEL included, become spaces */
+        {"a\tb\nc\rd\x1b[0m\x7f" "e", "a b c d [0m e"},
+        /* invalid bytes become '?', one per byte */
+        {"overlong \xc0\xaf \xe0\x80\xaf.", "overlong ?? ???."},
+        {"surrogate \xed\xa0\x80.", "surrogate ???."},
+        {"above U+10FFFF \xf4\x90\x80\x80.", "above U+10FFFF ????."},
+        {"stray \x80 continuation", "stray ? continuation"},
+        {"missing \xe2\x82 continuation", "missing ?? continuation"},
+        {"\xff\xfe.", "??."},
+        /* a character cut short by the end is dropped */
+        {"cut \xe2\x82", "cut "},
+        {"cut \xf0\x9f\x98", "cut "},
+        {"cut \xc3", "cut "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char buf[64];
+        strcpy(buf, cases[i].in);
+        text_sanitize(buf);
+        cr_expect_str_eq(buf, cases[i].want, "case %zu", i);
+    }
+}
+
+Test(text, copy_truncates_to_valid_text)
+{
+    char buf[6];
+    text_copy(buf, sizeof buf, NULL);
+    cr_expect_str_eq(buf, "");
+    text_copy(buf, sizeof buf, "abcdefgh");
+    cr_expect_str_eq(buf, "abcde");
+    /* "ab" and a euro sign cut after its second byte: the half goes. */
+    text_copy(buf, sizeof buf, "ab\xe2\x82\xac\xe2\x82\xac");
+    cr_expect_str_eq(buf, "ab\xe2\x82\xac");
+    text_copy(buf, sizeof buf, "abcd\xe2\x82\xac");
+    cr_expect_str_eq(buf, "abcd");
+    text_copy(buf, sizeof buf, "a\nb");
+    cr_expect_str_eq(buf, "a b");
+}
