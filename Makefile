@@ -46,7 +46,7 @@ deps:
 
 $(BUILD)/obj/%.o: src/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -c -o $@ $<
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/unit/%.o: tests/unit/%.c $(HEADERS) | $(BUILD)/unit
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -DSRCDIR='"$(CURDIR)"' -c -o $@ $<

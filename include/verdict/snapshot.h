@@ -10,16 +10,9 @@
 #include <stddef.h>
 
 #include "conf/config.h"
+#include "http/connection.h"
 #include "http/accept.h"
 #include "verdict/verdict.h"
-
-/* How the response ends the exchange; the proxy picks it from the request. */
-typedef enum {
-    GATE_CONN_KEEP_ALIVE,     /* HTTP/1.1 persistent: no Connection header */
-    GATE_CONN_CLOSE,          /* "Connection: close" */
-    GATE_CONN_KEEP_ALIVE_10,  /* HTTP/1.0 persistent: "Connection: keep-alive" */
-    GATE_CONN__COUNT
-} gate_conn_variant_t;
 
 typedef struct gate_response {
     const char *data;
@@ -33,7 +26,7 @@ typedef struct gate_snapshot {
     reject_mode_t mode;
     verdict_t verdict;
     /* hold and deny ignore the spec: all their rows point at the same bytes */
-    gate_response_t responses[IGNITION_SPEC__COUNT][GATE_CONN__COUNT];
+    gate_response_t responses[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT];
     char bytes[];       /* every response, back to back */
 } gate_snapshot_t;
 
@@ -47,6 +40,6 @@ void gate_snapshot_unref(gate_snapshot_t *s);
 /* The response for a rejected request. spec_index comes from
  * http_accept_ignition_spec (explain mode) or is 0 (hold, deny). */
 const gate_response_t *gate_snapshot_reject(const gate_snapshot_t *s, int spec_index,
-                                            gate_conn_variant_t variant);
+                                            http_conn_variant_t variant);
 
 #endif

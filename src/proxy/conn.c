@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "http/accept.h"
 #include "http/path.h"
 #include "proxy/accesslog.h"
 #include "proxy/conn.h"
@@ -358,7 +359,7 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap)
                       : http_accept_ignition_spec(NULL, 0);
     }
     http_conn_variant_t variant = http_conn_variant(c->keep_alive, c->http10);
-    const gate_response_t *r = gate_snapshot_reject(snap, spec, (gate_conn_variant_t)variant);
+    const gate_response_t *r = gate_snapshot_reject(snap, spec, variant);
     c->log.decision = REQUEST_REJECT;
     c->log.reason = verdict_reason_name(snap->verdict.reason);
     c->log.status = snap->mode == REJECT_HOLD ? 503

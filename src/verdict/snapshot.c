@@ -55,12 +55,6 @@ static void buf_printf(render_buf_t *b, const char *fmt, ...)
         buf_append(b, line, (size_t)n);
 }
 
-static const char *const connection_headers[GATE_CONN__COUNT] = {
-    [GATE_CONN_KEEP_ALIVE] = "",
-    [GATE_CONN_CLOSE] = "Connection: close\r\n",
-    [GATE_CONN_KEEP_ALIVE_10] = "Connection: keep-alive\r\n",
-};
-
 typedef struct response_spec {
     const char *status;         /* "503 Service Unavailable" */
     const char *content_type;   /* NULL for an empty body */
@@ -69,14 +63,14 @@ typedef struct response_spec {
 } response_spec_t;
 
 static span_t render_response(render_buf_t *b, const response_spec_t *r, const char *reason,
-                              gate_conn_variant_t variant)
+                              http_conn_variant_t variant)
 {
     span_t span = {.offset = b->len};
     buf_printf(b, "HTTP/1.1 %s\r\n", r->status);
     if (r->content_type)
         buf_printf(b, "Content-Type: %s\r\n", r->content_type);
     buf_printf(b, "Content-Length: %zu\r\nSkewgate-Reason: %s\r\nCache-Control: no-store\r\n%s\r\n",
-               r->body_len, reason, connection_headers[variant]);
+               r->body_len, reason, http_connection_line(variant, NULL));
     span.head_len = b->len - span.offset;
     buf_append(b, r->body, r->body_len);
     span.len = b->len - span.offset;
@@ -84,9 +78,9 @@ static span_t render_response(render_buf_t *b, const response_spec_t *r, const c
 }
 
 static void render_row(render_buf_t *b, const response_spec_t *r, const char *reason,
-                       span_t row[GATE_CONN__COUNT])
+                       span_t row[HTTP_CONN__COUNT])
 {
-    for (int variant = 0; variant < GATE_CONN__COUNT; variant++)
+    for (int variant = 0; variant < HTTP_CONN__COUNT; variant++)
         row[variant] = render_response(b, r, reason, variant);
 }
 
@@ -146,7 +140,7 @@ static char *explain_body(ignition_spec_t spec, const char *source)
 }
 
 static void render_explain(render_buf_t *b, const verdict_t *v, const char *reason,
-                           span_t spans[IGNITION_SPEC__COUNT][GATE_CONN__COUNT])
+                           span_t spans[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT])
 {
     char text[sizeof v->message + 64];
     snprintf(text, sizeof text, "skewgate: this node was not admitted: %s\n", v->message);
@@ -176,7 +170,7 @@ gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode)
 {
     const char *reason = verdict_reason_name(v->reason);
     render_buf_t b = {0};
-    span_t spans[IGNITION_SPEC__COUNT][GATE_CONN__COUNT];
+    span_t spans[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT];
     char deny_body[sizeof v->message + 64];
 
     switch (mode) {
@@ -208,7 +202,7 @@ gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode)
         s->verdict = *v;
         memcpy(s->bytes, b.data, b.len);
         for (int spec = 0; spec < IGNITION_SPEC__COUNT; spec++)
-            for (int variant = 0; variant < GATE_CONN__COUNT; variant++) {
+            for (int variant = 0; variant < HTTP_CONN__COUNT; variant++) {
                 const span_t *span = &spans[spec][variant];
                 s->responses[spec][variant] = (gate_response_t){
                     s->bytes + span->offset, span->len, span->head_len};
@@ -232,11 +226,11 @@ void gate_snapshot_unref(gate_snapshot_t *s)
 }
 
 const gate_response_t *gate_snapshot_reject(const gate_snapshot_t *s, int spec_index,
-                                            gate_conn_variant_t variant)
+                                            http_conn_variant_t variant)
 {
     if (spec_index < 0 || spec_index >= IGNITION_SPEC__COUNT)
         spec_index = IGNITION_SPEC_UNSUPPORTED;
-    if ((unsigned)variant >= GATE_CONN__COUNT)
-        variant = GATE_CONN_CLOSE;
+    if ((unsigned)variant >= HTTP_CONN__COUNT)
+        variant = HTTP_CONN_CLOSE;
     return &s->responses[spec_index][variant];
 }

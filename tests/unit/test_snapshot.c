@@ -45,7 +45,7 @@ static char *body_of(const gate_response_t *r)
 static json_t *explain_json(const gate_snapshot_t *s, const char *accept)
 {
     int spec = http_accept_ignition_spec(accept, accept ? strlen(accept) : 0);
-    const gate_response_t *r = gate_snapshot_reject(s, spec, GATE_CONN_KEEP_ALIVE);
+    const gate_response_t *r = gate_snapshot_reject(s, spec, HTTP_CONN_KEEP_ALIVE);
     char *body = body_of(r);
     json_error_t error;
     json_t *config = json_loads(body, 0, &error);
@@ -69,12 +69,12 @@ Test(snapshot, hold_is_byte_exact)
                        "Content-Length: 0\r\n"
                        "Skewgate-Reason: OutOfSkew\r\n"
                        "Cache-Control: no-store\r\n";
-    const char *endings[GATE_CONN__COUNT] = {
-        [GATE_CONN_KEEP_ALIVE] = "\r\n",
-        [GATE_CONN_CLOSE] = "Connection: close\r\n\r\n",
-        [GATE_CONN_KEEP_ALIVE_10] = "Connection: keep-alive\r\n\r\n",
+    const char *endings[HTTP_CONN__COUNT] = {
+        [HTTP_CONN_KEEP_ALIVE] = "\r\n",
+        [HTTP_CONN_CLOSE] = "Connection: close\r\n\r\n",
+        [HTTP_CONN_KEEP_ALIVE_10] = "Connection: keep-alive\r\n\r\n",
     };
-    for (int variant = 0; variant < GATE_CONN__COUNT; variant++) {
+    for (int variant = 0; variant < HTTP_CONN__COUNT; variant++) {
         char want[512];
         snprintf(want, sizeof want, "%s%s", base, endings[variant]);
         const gate_response_t *r = gate_snapshot_reject(s, 0, variant);
@@ -92,8 +92,8 @@ Test(snapshot, hold_and_deny_ignore_the_spec)
     for (reject_mode_t mode = REJECT_HOLD; mode <= REJECT_DENY; mode++) {
         gate_snapshot_t *s = gate_snapshot_new(&v, mode);
         for (int spec = 0; spec < IGNITION_SPEC__COUNT; spec++)
-            cr_expect_eq(gate_snapshot_reject(s, spec, GATE_CONN_CLOSE)->data,
-                         gate_snapshot_reject(s, 0, GATE_CONN_CLOSE)->data);
+            cr_expect_eq(gate_snapshot_reject(s, spec, HTTP_CONN_CLOSE)->data,
+                         gate_snapshot_reject(s, 0, HTTP_CONN_CLOSE)->data);
         gate_snapshot_unref(s);
     }
 }
@@ -102,7 +102,7 @@ Test(snapshot, deny_is_403_with_the_reason)
 {
     verdict_t v = rejecting();
     gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_DENY);
-    const gate_response_t *r = gate_snapshot_reject(s, 0, GATE_CONN_KEEP_ALIVE);
+    const gate_response_t *r = gate_snapshot_reject(s, 0, HTTP_CONN_KEEP_ALIVE);
     char *head = head_of(r), *body = body_of(r);
     cr_expect(strncmp(head, "HTTP/1.1 403 Forbidden\r\n", 24) == 0, "%s", head);
     cr_expect(strstr(head, "\r\nContent-Type: text/plain; charset=utf-8\r\n"), "%s", head);
@@ -119,7 +119,7 @@ Test(snapshot, explain_400_is_empty)
 {
     verdict_t v = rejecting();
     gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN);
-    const gate_response_t *r = gate_snapshot_reject(s, IGNITION_SPEC_UNSUPPORTED, GATE_CONN_KEEP_ALIVE);
+    const gate_response_t *r = gate_snapshot_reject(s, IGNITION_SPEC_UNSUPPORTED, HTTP_CONN_KEEP_ALIVE);
     const char *want = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n"
                        "Skewgate-Reason: OutOfSkew\r\nCache-Control: no-store\r\n\r\n";
     cr_expect(r->len == strlen(want) && memcmp(r->data, want, r->len) == 0, "%.*s", (int)r->len,
@@ -134,7 +134,7 @@ Test(snapshot, content_length_matches_every_body)
     for (reject_mode_t mode = REJECT_HOLD; mode <= REJECT_EXPLAIN; mode++) {
         gate_snapshot_t *s = gate_snapshot_new(&v, mode);
         for (int spec = 0; spec < IGNITION_SPEC__COUNT; spec++)
-            for (int variant = 0; variant < GATE_CONN__COUNT; variant++) {
+            for (int variant = 0; variant < HTTP_CONN__COUNT; variant++) {
                 const gate_response_t *r = gate_snapshot_reject(s, spec, variant);
                 char *head = head_of(r);
                 size_t head_len = strlen(head);
@@ -281,7 +281,7 @@ Test(snapshot, explain_configs_pass_ignition_validate)
     verdict_t v = rejecting();
     gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN);
     for (int spec = IGNITION_SPEC_3_0; spec <= IGNITION_SPEC_3_4; spec++) {
-        char *body = body_of(gate_snapshot_reject(s, spec, GATE_CONN_KEEP_ALIVE));
+        char *body = body_of(gate_snapshot_reject(s, spec, HTTP_CONN_KEEP_ALIVE));
         json_t *config = json_loads(body, 0, NULL);
         char *checked = as_validator_knows_it(body, ignition_version(config));
         cr_expect_eq(validate_text(checked, false), 0, "spec %s: %s", ignition_version(config), checked);
