@@ -31,7 +31,7 @@ typedef struct exchange_ctx {
     upstream_pool_t upstream;
     buf_pool_t bufs;                /* relay buffers: the request, then the response */
     pipe_pool_t pipes;              /* splice relays */
-    http_limits_t limits;
+    const http_limits_t *limits;
     http_response_t resp;           /* the head being parsed: one at a time per worker */
     http_header_t *resp_fields;
     char *head_out;                 /* the rewritten response head */
@@ -39,9 +39,11 @@ typedef struct exchange_ctx {
     const struct timeval *tv_response;
 } exchange_ctx_t;
 
-/* n_workers shares the gate's caps out. 0, or -1 with err set. */
+/* n_workers shares the gate's caps out; limits (the worker's, shared with
+ * its connections) must outlive the context. 0, or -1 with err set. */
 int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, const config_t *cfg, unsigned n_workers,
-                      SSL_CTX *upstream_tls, metrics_worker_t *metrics, char *err, size_t errlen);
+                      const http_limits_t *limits, SSL_CTX *upstream_tls, metrics_worker_t *metrics, char *err,
+                      size_t errlen);
 /* Stopping: idle upstream connections close, none is kept after use. */
 void exchange_ctx_stop(exchange_ctx_t *x);
 void exchange_ctx_destroy(exchange_ctx_t *x);

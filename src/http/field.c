@@ -192,22 +192,40 @@ int http_parse_length(const char *s, size_t n, int64_t *out)
     return 0;
 }
 
+void http_field_elements_init(http_field_elements_t *e, const char *buf, const http_headers_t *h,
+                              http_header_id_t id)
+{
+    *e = (http_field_elements_t){.buf = buf, .h = h, .id = id, .next = h->count};
+    if (h->first[id] >= 0)
+        e->next = (uint32_t)h->first[id];
+}
+
+bool http_field_elements_next(http_field_elements_t *e, const char **elem, size_t *len)
+{
+    for (;;) {
+        if (e->it.p && http_list_next(&e->it, ',', elem, len))
+            return true;
+        while (e->next < e->h->count && e->h->list[e->next].id != e->id)
+            e->next++;
+        if (e->next >= e->h->count)
+            return false;
+        const http_header_t *f = &e->h->list[e->next++];
+        e->it = (http_list_t){e->buf + f->value.off, e->buf + f->value.off + f->value.len};
+    }
+}
+
 bool http_connection_lists(const char *buf, const http_headers_t *h, const char *name, size_t len)
 {
     if (h->first[HTTP_HDR_CONNECTION] < 0)
         return false;
-    for (uint32_t i = (uint32_t)h->first[HTTP_HDR_CONNECTION]; i < h->count; i++) {
-        const http_header_t *f = &h->list[i];
-        if (f->id != HTTP_HDR_CONNECTION)
-            continue;
-        http_list_t it = {buf + f->value.off, buf + f->value.off + f->value.len};
-        const char *t;
-        size_t n;
-        /* Both sides are tokens of any case: a symmetric compare. */
-        while (http_list_next(&it, ',', &t, &n))
-            if (n == len && strncasecmp(t, name, len) == 0)
-                return true;
-    }
+    http_field_elements_t e;
+    http_field_elements_init(&e, buf, h, HTTP_HDR_CONNECTION);
+    const char *t;
+    size_t n;
+    /* Both sides are tokens of any case: a symmetric compare. */
+    while (http_field_elements_next(&e, &t, &n))
+        if (n == len && strncasecmp(t, name, len) == 0)
+            return true;
     return false;
 }
 
@@ -217,19 +235,15 @@ bool http_keep_alive(const char *buf, const http_headers_t *h, unsigned version_
     if (h->first[HTTP_HDR_CONNECTION] < 0)
         return keep;
     bool close = false;
-    for (uint32_t i = (uint32_t)h->first[HTTP_HDR_CONNECTION]; i < h->count; i++) {
-        const http_header_t *f = &h->list[i];
-        if (f->id != HTTP_HDR_CONNECTION)
-            continue;
-        http_list_t it = {buf + f->value.off, buf + f->value.off + f->value.len};
-        const char *t;
-        size_t n;
-        while (http_list_next(&it, ',', &t, &n)) {
-            if (HTTP_TOKEN_EQ(t, n, "close"))
-                close = true;
-            else if (HTTP_TOKEN_EQ(t, n, "keep-alive"))
-                keep = true;
-        }
+    http_field_elements_t e;
+    http_field_elements_init(&e, buf, h, HTTP_HDR_CONNECTION);
+    const char *t;
+    size_t n;
+    while (http_field_elements_next(&e, &t, &n)) {
+        if (HTTP_TOKEN_EQ(t, n, "close"))
+            close = true;
+        else if (HTTP_TOKEN_EQ(t, n, "keep-alive"))
+            keep = true;
     }
     return keep && !close;
 }

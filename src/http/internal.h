@@ -82,6 +82,20 @@ typedef struct http_list {
 
 bool http_list_next(http_list_t *it, char sep, const char **elem, size_t *len);
 
+/* The elements of every field line with one name, in order: fields of one
+ * name make one list (RFC 9110 5.3). */
+typedef struct http_field_elements {
+    const char *buf;
+    const http_headers_t *h;
+    http_header_id_t id;
+    uint32_t next;              /* the field line to look at after this one */
+    http_list_t it;
+} http_field_elements_t;
+
+void http_field_elements_init(http_field_elements_t *e, const char *buf, const http_headers_t *h,
+                              http_header_id_t id);
+bool http_field_elements_next(http_field_elements_t *e, const char **elem, size_t *len);
+
 /* 1*DIGIT -> value; -1 on anything else or above INT64_MAX. */
 int http_parse_length(const char *s, size_t n, int64_t *out);
 

@@ -215,19 +215,15 @@ static int parse_framing(const char *buf, http_request_t *req)
         if (req->version_minor == 0)
             return request_error(req, -400, "Transfer-Encoding in HTTP/1.0");
         unsigned chunked = 0;
-        for (uint32_t i = (uint32_t)h->first[HTTP_HDR_TRANSFER_ENCODING]; i < h->count; i++) {
-            const http_header_t *f = &h->list[i];
-            if (f->id != HTTP_HDR_TRANSFER_ENCODING)
-                continue;
-            http_list_t it = {buf + f->value.off, buf + f->value.off + f->value.len};
-            const char *c;
-            size_t n;
-            while (http_list_next(&it, ',', &c, &n)) {
-                /* We decode no coding but chunked (RFC 9112 6.1: 501). */
-                if (!HTTP_TOKEN_EQ(c, n, "chunked"))
-                    return request_error(req, -501, "unsupported transfer coding");
-                chunked++;
-            }
+        http_field_elements_t e;
+        http_field_elements_init(&e, buf, h, HTTP_HDR_TRANSFER_ENCODING);
+        const char *c;
+        size_t n;
+        while (http_field_elements_next(&e, &c, &n)) {
+            /* We decode no coding but chunked (RFC 9112 6.1: 501). */
+            if (!HTTP_TOKEN_EQ(c, n, "chunked"))
+                return request_error(req, -501, "unsupported transfer coding");
+            chunked++;
         }
         if (chunked != 1)
             return request_error(req, -400, "invalid Transfer-Encoding");

@@ -85,19 +85,15 @@ static int parse_transfer_encoding(const char *buf, http_response_t *resp, bool 
 {
     const http_headers_t *h = &resp->headers;
     bool last_chunked = false, any = false;
-    for (uint32_t i = (uint32_t)h->first[HTTP_HDR_TRANSFER_ENCODING]; i < h->count; i++) {
-        const http_header_t *f = &h->list[i];
-        if (f->id != HTTP_HDR_TRANSFER_ENCODING)
-            continue;
-        http_list_t it = {buf + f->value.off, buf + f->value.off + f->value.len};
-        const char *c;
-        size_t n;
-        while (http_list_next(&it, ',', &c, &n)) {
-            if (last_chunked)
-                return response_error(resp, "chunked is not the last transfer coding");
-            last_chunked = HTTP_TOKEN_EQ(c, n, "chunked");
-            any = true;
-        }
+    http_field_elements_t e;
+    http_field_elements_init(&e, buf, h, HTTP_HDR_TRANSFER_ENCODING);
+    const char *c;
+    size_t n;
+    while (http_field_elements_next(&e, &c, &n)) {
+        if (last_chunked)
+            return response_error(resp, "chunked is not the last transfer coding");
+        last_chunked = HTTP_TOKEN_EQ(c, n, "chunked");
+        any = true;
     }
     if (!any)
         return response_error(resp, "empty Transfer-Encoding");

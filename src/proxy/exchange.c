@@ -31,7 +31,8 @@ static void exchange_pump(exchange_t *x);
 static void exchange_on_upstream(upstream_conn_t *u, upstream_event_t ev, void *data);
 
 int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, const config_t *cfg, unsigned n_workers,
-                      SSL_CTX *upstream_tls, metrics_worker_t *metrics, char *err, size_t errlen)
+                      const http_limits_t *limits, SSL_CTX *upstream_tls, metrics_worker_t *metrics, char *err,
+                      size_t errlen)
 {
     memset(x, 0, sizeof *x);
     x->cfg = cfg;
@@ -43,7 +44,7 @@ int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, const config_t
     slot_queue_init(&x->slots, (up->max_concurrent + n_workers - 1) / n_workers,
                     (up->max_queue + n_workers - 1) / n_workers);
     upstream_pool_init(&x->upstream, base, up, upstream_tls);
-    x->limits = (http_limits_t){lim->max_header_bytes, lim->max_headers, lim->max_uri_bytes};
+    x->limits = limits;
     size_t buf = (size_t)lim->max_header_bytes + EXCHANGE_HEADROOM + REWRITE_HEAD_GROWTH(lim->max_headers) +
                  RELAY_TLS_RECORD;
     if (buf < EXCHANGE_BUF_MIN)
@@ -324,7 +325,7 @@ static int exchange_parse_head(exchange_t *x)
     http_response_t *resp = &x->ctx->resp;
     for (;;) {
         http_response_reset(resp);
-        int r = http_response_parse(x->buf + x->off, x->len - x->off, &x->ctx->limits, x->conn->is_head, resp);
+        int r = http_response_parse(x->buf + x->off, x->len - x->off, x->ctx->limits, x->conn->is_head, resp);
         if (r < 0) {
             exchange_fail(x, 502, GATE_REASON_BAD_UPSTREAM_RESPONSE);
             return 1;

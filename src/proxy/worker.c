@@ -146,7 +146,8 @@ int worker_init(worker_t *w, unsigned n_workers, const config_t *cfg, const int 
     event_assign(&w->notify_ev, w->base, w->notify_fd, EV_READ | EV_PERSIST, worker_on_notify, w);
     event_add(&w->notify_ev, NULL);
     if (conn_set_init(&w->conns, w->base, &cfg->limits, err, errlen) < 0 ||
-        exchange_ctx_init(&w->exchange, w->base, cfg, n_workers, upstream_tls, &w->metrics, err, errlen) < 0)
+        exchange_ctx_init(&w->exchange, w->base, cfg, n_workers, &w->conns.limits, upstream_tls, &w->metrics,
+                          err, errlen) < 0)
         return -1;
     w->n_listeners = cfg->n_listeners;
     for (size_t i = 0; i < cfg->n_listeners; i++) {
