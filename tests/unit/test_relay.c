@@ -1,0 +1,881 @@
+/* The relay, driven over socketpairs without a worker: the test plays the
+ * upstream (writes into up_peer) and the client (reads from cli_peer) and
+ * calls relay_pump() where a worker's events would. AF_UNIX stream sockets
+ * hold back on the sender's SO_SNDBUF, so a small one on the relay's
+ * client socket makes a slow client and short writes. Every loop is
+ * bounded by a step count; nothing sleeps. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include "proxy/relay.h"
+
+#define CAP (64 * 1024)     /* the relay's buffer, as a worker's is at least */
+#define STEPS 200000        /* bound on any pump loop */
+#define STALL 4             /* rounds without progress before a loop gives up */
+
+static const char HEAD[] = "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n";
+#define HEAD_LEN (sizeof HEAD - 1)
+
+/* the relay's ends, and the test's */
+static int cli = -1, cli_peer = -1, up = -1, up_peer = -1;
+static sockio_t cio, uio;
+static relay_t r;
+static char *buf;
+static size_t cap;
+static pipe_pool_t pipes;
+/* what the upstream sends: src[0..src_len), src[0..src_next) already sent
+ * (or put in the buffer with the head) */
+static unsigned char *src;
+static size_t src_len, src_next;
+/* what the client got */
+static unsigned char *got;
+static size_t got_len, got_cap;
+
+static unsigned char pattern(size_t i)
+{
+    /* no short period: a byte dropped, doubled or moved shows */
+    return (unsigned char)(i * 7 + (i >> 8) * 13 + (i >> 16) * 29 + 1);
+}
+
+static void pair(int *a, int *b)
+{
+    int fds[2];
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0, "%s",
+                 strerror(errno));
+    *a = fds[0];
+    *b = fds[1];
+}
+
+static void set_sndbuf(int fd, int bytes)
+{
+    cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes), 0);
+}
+
+static size_t pending(int fd)
+{
+    int n = 0;
+    cr_assert_eq(ioctl(fd, FIONREAD, &n), 0, "%s", strerror(errno));
+    return (size_t)n;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static void setup(void)
+{
+    pair(&cli, &cli_peer);
+    pair(&up, &up_peer);
+    /* the upstream can queue a whole test body without the test waiting */
+    set_sndbuf(up_peer, 4 << 20);
+    cio = (sockio_t){.fd = cli};
+    uio = (sockio_t){.fd = up};
+    cap = CAP;
+    buf = malloc(cap);
+    cr_assert_not_null(buf);
+    cr_assert_eq(pipe_pool_init(&pipes, 2), 0);
+    relay_init(&r, &cio, &uio, buf, cap, NULL);
+    src = NULL;
+    src_len = src_next = 0;
+    got = NULL;
+    got_len = got_cap = 0;
+}
+
+static void teardown(void)
+{
+    relay_end(&r);
+    close_fd(&cli);
+    close_fd(&cli_peer);
+    close_fd(&up);
+    close_fd(&up_peer);
+    pipe_pool_destroy(&pipes);
+    free(buf);
+    free(src);
+    free(got);
+}
+
+TestSuite(relay, .init = setup, .fini = teardown);
+
+static void src_pattern(size_t len)
+{
+    src = malloc(len ? len : 1);
+    cr_assert_not_null(src);
+    for (size_t i = 0; i < len; i++)
+        src[i] = pattern(i);
+    src_len = len;
+}
+
+static void src_text(const char *s, size_t len)
+{
+    src = malloc(len ? len : 1);
+    cr_assert_not_null(src);
+    memcpy(src, s, len);
+    src_len = len;
+}
+
+/* The response head is in the buffer, as the exchange leaves it, with
+ * the first `with` bytes of src behind it (what came with the head);
+ * returns what relay_account made of them. */
+static ssize_t start(http_body_t body, int64_t content_length, size_t with, pipe_pool_t *pp)
+{
+    relay_init(&r, &cio, &uio, buf, cap, pp);
+    relay_frame(&r, body, content_length);
+    cr_assert_leq(HEAD_LEN + with, cap);
+    memcpy(buf, HEAD, HEAD_LEN);
+    memcpy(buf + HEAD_LEN, src, with);
+    ssize_t used = relay_account(&r, buf + HEAD_LEN, with);
+    src_next = with;
+    r.off = 0;
+    r.len = HEAD_LEN + (used > 0 ? (size_t)used : 0);
+    return used;
+}
+
+/* The upstream sends up to max more bytes of src (what its socket takes). */
+static size_t feed(size_t max)
+{
+    size_t put = 0;
+    while (put < max && src_next < src_len) {
+        size_t n = src_len - src_next;
+        if (n > max - put)
+            n = max - put;
+        if (n > 65536)
+            n = 65536;
+        ssize_t w = send(up_peer, src + src_next, n, MSG_NOSIGNAL);
+        if (w < 0) {
+            cr_assert_eq(errno, EAGAIN, "%s", strerror(errno));
+            break;
+        }
+        src_next += (size_t)w;
+        put += (size_t)w;
+    }
+    return put;
+}
+
+/* The client reads up to max bytes. */
+static size_t drain(size_t max)
+{
+    size_t took = 0;
+    while (took < max) {
+        if (got_cap - got_len < 65536) {
+            got_cap = got_cap * 2 + 65536;
+            got = realloc(got, got_cap);
+            cr_assert_not_null(got);
+        }
+        size_t n = max - took < 65536 ? max - took : 65536;
+        ssize_t rd = read(cli_peer, got + got_len, n);
+        if (rd <= 0) {
+            cr_assert(rd == 0 || errno == EAGAIN, "%s", strerror(errno));
+            break;
+        }
+        got_len += (size_t)rd;
+        took += (size_t)rd;
+    }
+    return took;
+}
+
+/* What the client got is the head, then src from its start. */
+static void check_client_prefix(void)
+{
+    cr_assert_geq(got_len, HEAD_LEN);
+    cr_assert_eq(memcmp(got, HEAD, HEAD_LEN), 0, "the head reached the client intact");
+    size_t body = got_len - HEAD_LEN;
+    cr_assert_leq(body, src_len);
+    for (size_t i = 0; i < body; i++)
+        cr_assert_eq(got[HEAD_LEN + i], src[i], "body byte %zu of %zu differs", i, body);
+}
+
+/* Every byte is accounted for: what entered the relay (the head, and what
+ * it read from the upstream) is what it sent plus what it holds, and
+ * what it sent is what the client read plus what waits at the client. */
+static void check_accounts(void)
+{
+    size_t read_in = src_next - pending(up);
+    size_t held = (r.len - r.off) + r.pipe_len;
+    cr_assert_leq(r.off, r.len);
+    cr_assert_leq(r.len, cap, "the buffer never holds more than its capacity");
+    cr_assert_eq(HEAD_LEN + read_in, r.sent + held, "in %zu = sent %llu + held %zu", HEAD_LEN + read_in,
+                 (unsigned long long)r.sent, held);
+    cr_assert_eq(r.sent, got_len + pending(cli_peer));
+    if (r.pipe[0] >= 0) {
+        cr_assert_eq(r.off, r.len, "no byte waits in the buffer behind the pipe");
+        cr_assert_leq(r.pipe_len, RELAY_PIPE_BYTES);
+        cr_assert_eq(pending(r.pipe[0]), r.pipe_len, "pipe_len is what the pipe holds");
+    }
+}
+
+/* After RELAY_WAIT: it waits on something, and only on what it needs. */
+static void check_wait(void)
+{
+    cr_assert_neq(r.want, 0u, "a wait on nothing never ends");
+    cr_assert_eq(r.want & RELAY_WANT_UPSTREAM_WRITE, 0u, "plain sockets never need the other direction");
+    if (r.want & RELAY_WANT_UPSTREAM_READ)
+        cr_assert_eq(pending(up), 0u, "wants to read while the upstream has %zu bytes for it", pending(up));
+    bool holds = r.off < r.len || r.pipe_len > 0;
+    cr_assert_eq(!!(r.want & RELAY_WANT_CLIENT_WRITE), holds,
+                 "wants the client exactly when it holds bytes for it (want %u, holds %d)", r.want, holds);
+    check_accounts();
+}
+
+/* Feeds and drains (feed_step, drain_step bytes per round; 0: not at all)
+ * and pumps until the relay stops waiting; fails on a stall. */
+static relay_result_t run(size_t feed_step, size_t drain_step)
+{
+    int idle = 0;
+    for (int i = 0; i < STEPS; i++) {
+        size_t moved = feed_step ? feed(feed_step) : 0;
+        uint64_t sent = r.sent;
+        size_t in = src_next - pending(up);
+        relay_result_t res = relay_pump(&r);
+        if (res != RELAY_WAIT)
+            return res;
+        check_wait();
+        moved += drain_step ? drain(drain_step) : 0;
+        if (moved || r.sent != sent || src_next - pending(up) != in)
+            idle = 0;
+        else if (++idle >= STALL)
+            cr_assert_fail("stalled: want %u, fed %zu of %zu, sent %llu", r.want, src_next, src_len,
+                           (unsigned long long)r.sent);
+    }
+    cr_assert_fail("no end after %d rounds", STEPS);
+    return RELAY_WAIT;
+}
+
+/* ---- through the buffer ---------------------------------------------- */
+
+Test(relay, content_length_delivered_exactly)
+{
+    size_t n = 300000;
+    src_pattern(n + 100);   /* 100 bytes past the body, which must stay unread */
+    cr_assert_eq(start(HTTP_BODY_LENGTH, (int64_t)n, 1000, NULL), 1000);
+    cr_assert_not(r.surplus);
+    cr_assert_eq(run(50000, 1 << 20), RELAY_DONE);
+    drain(1 << 20);
+    src_len = n;
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+    cr_assert_eq(r.sent, HEAD_LEN + n);
+    cr_assert_eq(pending(up), 100u, "not a byte read past the body");
+    cr_assert_eq(r.pipe[0], -1, "no pipe pool, no splice");
+}
+
+Test(relay, slow_client_stops_upstream_reads)
+{
+    size_t n = 1 << 20;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, NULL);
+    feed(n);
+    cr_assert_eq(src_next, n, "the upstream socket took the whole body");
+    /* The client reads nothing: the buffer fills and the relay stops. */
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    check_wait();
+    cr_assert_eq(r.want, (unsigned)RELAY_WANT_CLIENT_WRITE, "a full buffer does not want upstream reads");
+    size_t in = n - pending(up);
+    cr_assert_gt(pending(up), 0u);
+    cr_assert_leq(in, cap + r.sent, "read %zu, sent %llu: more than the buffer", in, (unsigned long long)r.sent);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+        cr_assert_eq(r.want, (unsigned)RELAY_WANT_CLIENT_WRITE);
+        cr_assert_eq(n - pending(up), in, "pumping again reads nothing more while the client is stuck");
+    }
+    /* A slow reader, a few KiB at a time: every write is short. */
+    cr_assert_eq(run(0, 3000), RELAY_DONE);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+}
+
+Test(relay, short_writes_of_every_size)
+{
+    size_t n = 200000;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 500, NULL);
+    /* drain sizes from a fixed sequence: 1 byte to 12 KiB */
+    unsigned x = 12345;
+    relay_result_t res = RELAY_WAIT;
+    for (int i = 0; i < STEPS && res == RELAY_WAIT; i++) {
+        feed(7000);
+        res = relay_pump(&r);
+        if (res != RELAY_WAIT)
+            break;
+        check_wait();
+        x = x * 1103515245u + 12345u;
+        drain(1 + (x >> 16) % 12288);
+    }
+    cr_assert_eq(res, RELAY_DONE);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+}
+
+Test(relay, trickling_upstream_wants_only_upstream_reads)
+{
+    size_t n = 5000;
+    src_pattern(n);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, NULL);
+    for (int i = 0; i < STEPS && src_next < n; i++) {
+        feed(1 + (size_t)i % 13);
+        relay_result_t res = relay_pump(&r);
+        if (src_next == n) {
+            cr_assert_eq(res, RELAY_DONE, "done with the last byte");
+            break;
+        }
+        cr_assert_eq(res, RELAY_WAIT, "done before the body was complete");
+        check_wait();
+        cr_assert_eq(r.want, (unsigned)RELAY_WANT_UPSTREAM_READ);
+        cr_assert_eq(r.sent, HEAD_LEN + src_next, "what came is passed on at once, not held to fill the buffer");
+        drain(1 << 20);
+    }
+    cr_assert_eq(src_next, n);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+}
+
+Test(relay, upstream_closed_mid_body_is_cut)
+{
+    size_t n = 200000, sent = 70000;
+    src_pattern(n);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, NULL);
+    cr_assert_eq(feed(sent), sent);
+    for (int i = 0; i < 100 && pending(up) > 0; i++) {
+        cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+        drain(1 << 20);
+    }
+    cr_assert_eq(shutdown(up_peer, SHUT_WR), 0);
+    relay_result_t res = RELAY_WAIT;
+    for (int i = 0; i < 100 && res == RELAY_WAIT; i++) {
+        res = relay_pump(&r);
+        drain(1 << 20);
+    }
+    cr_assert_eq(res, RELAY_CUT);
+    cr_assert_eq(r.cut, GATE_REASON_UPSTREAM_CLOSED_EARLY);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_leq(got_len, HEAD_LEN + sent);
+    cr_assert_lt(got_len, HEAD_LEN + n, "the client never got the whole body");
+}
+
+Test(relay, upstream_reset_mid_body_is_cut)
+{
+    size_t n = 200000;
+    src_pattern(n);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, NULL);
+    feed(30000);
+    /* The upstream closes with our request unread: a reset. */
+    cr_assert_eq(write(up, "GET / HTTP/1.1\r\n\r\n", 18), 18);
+    close_fd(&up_peer);
+    relay_result_t res = RELAY_WAIT;
+    for (int i = 0; i < 100 && res == RELAY_WAIT; i++) {
+        res = relay_pump(&r);
+        drain(1 << 20);
+    }
+    cr_assert_eq(res, RELAY_CUT);
+    cr_assert_eq(r.cut, GATE_REASON_UPSTREAM_READ);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_lt(got_len, HEAD_LEN + n);
+}
+
+Test(relay, cut_while_the_client_is_behind)
+{
+    size_t n = 1 << 20;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, NULL);
+    feed(40000);
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    cr_assert(r.want & RELAY_WANT_CLIENT_WRITE);
+    cr_assert_eq(shutdown(up_peer, SHUT_WR), 0);
+    relay_result_t res = RELAY_WAIT;
+    for (int i = 0; i < 1000 && res == RELAY_WAIT; i++) {
+        res = relay_pump(&r);
+        if (res == RELAY_WAIT)
+            check_wait();
+        drain(2000);
+    }
+    cr_assert_eq(res, RELAY_CUT, "a short body is never reported done");
+    cr_assert_eq(r.cut, GATE_REASON_UPSTREAM_CLOSED_EARLY);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_lt(got_len, HEAD_LEN + n);
+}
+
+Test(relay, surplus_with_the_head_is_not_relayed)
+{
+    const char body[] = "hello";
+    const char more[] = "HTTP/1.1 200 OK\r\n";
+    char all[64];
+    snprintf(all, sizeof all, "%s%s", body, more);
+    src_text(all, strlen(all));
+    cr_assert_eq(start(HTTP_BODY_LENGTH, 5, strlen(all), NULL), 5);
+    cr_assert(r.surplus);
+    cr_assert(r.body_done);
+    cr_assert_eq(relay_pump(&r), RELAY_DONE);
+    drain(1 << 20);
+    cr_assert_eq(got_len, HEAD_LEN + 5);
+    src_len = 5;
+    check_client_prefix();
+}
+
+Test(relay, no_surplus_when_the_head_brings_less)
+{
+    src_pattern(10);
+    cr_assert_eq(start(HTTP_BODY_LENGTH, 10, 4, NULL), 4);
+    cr_assert_not(r.surplus);
+    cr_assert_not(r.body_done);
+    cr_assert_eq(r.body_left, 6);
+}
+
+Test(relay, reads_stop_at_the_end_of_the_body)
+{
+    const char all[] = "0123456789EXTRA";
+    src_text(all, strlen(all));
+    start(HTTP_BODY_LENGTH, 10, 4, NULL);
+    feed(1000);
+    cr_assert_eq(relay_pump(&r), RELAY_DONE);
+    drain(1 << 20);
+    cr_assert_eq(got_len, HEAD_LEN + 10);
+    src_len = 10;
+    check_client_prefix();
+    cr_assert_eq(pending(up), 5u, "the bytes past the body were never read");
+}
+
+Test(relay, no_body_reads_nothing)
+{
+    src_text("unasked", 7);
+    cr_assert_eq(start(HTTP_BODY_NONE, 0, 0, NULL), 0);
+    feed(7);
+    cr_assert_eq(relay_pump(&r), RELAY_DONE);
+    drain(1 << 20);
+    cr_assert_eq(got_len, HEAD_LEN);
+    cr_assert_eq(pending(up), 7u);
+    /* bytes behind the head of a bodiless response are surplus */
+    char b[3] = "abc";
+    cr_assert_eq(relay_account(&r, b, 3), 0);
+    cr_assert(r.surplus);
+}
+
+Test(relay, zero_length_body)
+{
+    src_text("x", 1);
+    start(HTTP_BODY_LENGTH, 0, 0, NULL);
+    feed(1);
+    cr_assert_eq(relay_pump(&r), RELAY_DONE);
+    drain(1 << 20);
+    cr_assert_eq(got_len, HEAD_LEN);
+    cr_assert_eq(pending(up), 1u);
+}
+
+static const char CHUNKED[] = "5\r\nhello\r\n"
+                              "1;ext=1\r\n,\r\n"
+                              "A\r\n world of \r\n"
+                              "0\r\n"
+                              "Trailer-One: 1\r\n"
+                              "\r\n";
+#define CHUNKED_LEN (sizeof CHUNKED - 1)
+
+Test(relay, chunked_relayed_verbatim_byte_by_byte)
+{
+    src_text(CHUNKED, CHUNKED_LEN);
+    start(HTTP_BODY_CHUNKED, -1, 0, NULL);
+    relay_result_t res = RELAY_WAIT;
+    for (size_t i = 0; i < CHUNKED_LEN; i++) {
+        cr_assert_eq(feed(1), 1u);
+        res = relay_pump(&r);
+        if (i + 1 < CHUNKED_LEN) {
+            cr_assert_eq(res, RELAY_WAIT, "done at byte %zu of %zu", i + 1, CHUNKED_LEN);
+            check_wait();
+            cr_assert_eq(r.want, (unsigned)RELAY_WANT_UPSTREAM_READ);
+        }
+        drain(1 << 20);
+    }
+    cr_assert_eq(res, RELAY_DONE, "done with the last CRLF");
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + CHUNKED_LEN);
+    cr_assert_not(r.surplus);
+}
+
+Test(relay, chunked_stops_at_the_last_chunk)
+{
+    char all[sizeof CHUNKED + 16];
+    memcpy(all, CHUNKED, CHUNKED_LEN);
+    memcpy(all + CHUNKED_LEN, "HTTP/1.1 200", 12);
+    src_text(all, CHUNKED_LEN + 12);
+    start(HTTP_BODY_CHUNKED, -1, 0, NULL);
+    feed(sizeof all);
+    cr_assert_eq(relay_pump(&r), RELAY_DONE);
+    drain(1 << 20);
+    cr_assert_eq(got_len, HEAD_LEN + CHUNKED_LEN, "the bytes after the last chunk are not relayed");
+    src_len = CHUNKED_LEN;
+    check_client_prefix();
+    cr_assert(r.surplus);
+}
+
+Test(relay, chunked_large_to_a_slow_client)
+{
+    /* chunks larger and smaller than the buffer, across many refills */
+    static const size_t sizes[] = {1, 16384, 100000, 3, 65536, 65535, 200000, 7};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        total += sizes[i] + 32;
+    total += 64;
+    src = malloc(total);
+    cr_assert_not_null(src);
+    size_t at = 0, k = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        at += (size_t)sprintf((char *)src + at, "%zx\r\n", sizes[i]);
+        for (size_t j = 0; j < sizes[i]; j++)
+            src[at++] = pattern(k++);
+        memcpy(src + at, "\r\n", 2);
+        at += 2;
+    }
+    memcpy(src + at, "0\r\n\r\n", 5);
+    at += 5;
+    src_len = at;
+    set_sndbuf(cli, 8192);
+    start(HTTP_BODY_CHUNKED, -1, 100, &pipes);
+    cr_assert_eq(run(30000, 20000), RELAY_DONE);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + src_len);
+    cr_assert_not(r.surplus);
+    cr_assert_eq(r.pipe[0], -1, "an unknown length never goes through the pipe");
+}
+
+Test(relay, chunked_broken_framing_is_cut)
+{
+    const char bad[] = "5\r\nhello\r\n3\r\nabcXY\r\n0\r\n\r\n";
+    src_text(bad, strlen(bad));
+    start(HTTP_BODY_CHUNKED, -1, 0, NULL);
+    feed(sizeof bad);
+    relay_result_t res = RELAY_WAIT;
+    for (int i = 0; i < 10 && res == RELAY_WAIT; i++) {
+        res = relay_pump(&r);
+        drain(1 << 20);
+    }
+    cr_assert_eq(res, RELAY_CUT);
+    cr_assert_eq(r.cut, GATE_REASON_BAD_UPSTREAM_CHUNKING);
+    cr_assert_lt(got_len, HEAD_LEN + strlen(bad));
+}
+
+Test(relay, chunked_broken_with_the_head)
+{
+    src_text("zz\r\n", 4);
+    cr_assert_eq(start(HTTP_BODY_CHUNKED, -1, 4, NULL), -1);
+}
+
+Test(relay, until_close_ends_at_eof)
+{
+    size_t n = 150000;
+    src_pattern(n);
+    start(HTTP_BODY_UNTIL_CLOSE, -1, 2000, &pipes);
+    feed(n);
+    relay_result_t res = RELAY_WAIT;
+    for (int i = 0; i < 1000 && (pending(up) > 0 || pending(cli_peer) > 0); i++) {
+        res = relay_pump(&r);
+        cr_assert_eq(res, RELAY_WAIT, "done before the upstream closed");
+        check_wait();
+        drain(1 << 20);
+    }
+    res = relay_pump(&r);
+    cr_assert_eq(res, RELAY_WAIT, "done before the upstream closed");
+    cr_assert_eq(r.want, (unsigned)RELAY_WANT_UPSTREAM_READ);
+    cr_assert_eq(shutdown(up_peer, SHUT_WR), 0);
+    cr_assert_eq(relay_pump(&r), RELAY_DONE);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+    cr_assert_eq(r.pipe[0], -1, "an unknown length never goes through the pipe");
+}
+
+/* No SIGPIPE handler here: sockio's own MSG_NOSIGNAL must keep the
+ * process alive. */
+Test(relay, client_gone)
+{
+    size_t n = 100000;
+    src_pattern(n);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, NULL);
+    close_fd(&cli_peer);
+    feed(n);
+    cr_assert_eq(relay_pump(&r), RELAY_CLIENT_GONE);
+}
+
+Test(relay, client_gone_while_behind)
+{
+    size_t n = 1 << 20;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, NULL);
+    feed(n);
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    cr_assert_eq(r.want, (unsigned)RELAY_WANT_CLIENT_WRITE);
+    close_fd(&cli_peer);
+    cr_assert_eq(relay_pump(&r), RELAY_CLIENT_GONE);
+}
+
+Test(relay, never_reads_more_than_its_buffer)
+{
+    /* An odd size, and a guard behind it that no write may touch. */
+    size_t n = 1 << 20, odd = 20000;
+    free(buf);
+    buf = malloc(odd + 64);
+    cr_assert_not_null(buf);
+    memset(buf + odd, 0xa5, 64);
+    cap = odd;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, NULL);
+    feed(n);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+        check_wait();
+        cr_assert_leq(n - pending(up) + HEAD_LEN, r.sent + cap);
+    }
+    cr_assert_eq(run(0, 5000), RELAY_DONE);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+    for (size_t i = 0; i < 64; i++)
+        cr_assert_eq((unsigned char)buf[odd + i], 0xa5, "written past the buffer at %zu", i);
+}
+
+/* ---- through the pipe ------------------------------------------------ */
+
+Test(relay, splice_after_the_head)
+{
+    size_t n = 300000;
+    src_pattern(n);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, &pipes);
+    cr_assert_eq(r.pipe[0], -1);
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    check_wait();
+    cr_assert_eq(r.want, (unsigned)RELAY_WANT_UPSTREAM_READ);
+    cr_assert_eq(r.sent, HEAD_LEN);
+    cr_assert_geq(r.pipe[0], 0, "plain to plain with a known length: the pipe, once the head is out");
+    cr_assert_eq(run(40000, 1 << 20), RELAY_DONE);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+}
+
+Test(relay, splice_waits_for_the_buffer_to_drain)
+{
+    /* The client's socket is full before the head goes: the head and the
+     * body read with it must reach the client before any spliced byte. */
+    size_t n = 400000;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    size_t junk = 0;
+    char fill[4096];
+    memset(fill, 'j', sizeof fill);
+    for (int i = 0; i < 10000; i++) {
+        ssize_t w = send(cli, fill, sizeof fill, MSG_NOSIGNAL);
+        if (w < 0)
+            break;
+        junk += (size_t)w;
+    }
+    cr_assert_gt(junk, 0u);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 3000, &pipes);
+    feed(100000);
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    cr_assert(r.want & RELAY_WANT_CLIENT_WRITE);
+    cr_assert_eq(r.pipe[0], -1, "no splice while buffered bytes wait");
+    cr_assert_gt(r.len - r.off, HEAD_LEN + 3000, "it read body into the buffer meanwhile");
+    for (size_t left = junk; left > 0;) {
+        ssize_t rd = read(cli_peer, fill, left < sizeof fill ? left : sizeof fill);
+        cr_assert_gt(rd, 0);
+        left -= (size_t)rd;
+    }
+    cr_assert_eq(run(40000, 1 << 20), RELAY_DONE);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+}
+
+Test(relay, splice_backpressure_holds_at_most_the_pipe_mark)
+{
+    size_t n = 3 << 20;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, &pipes);
+    /* The client reads nothing: the pipe fills to its mark, no further. */
+    size_t in = 0;
+    int same = 0;
+    for (int i = 0; i < 200 && same < 3; i++) {
+        feed(n);
+        cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+        check_wait();
+        size_t now = src_next - pending(up);
+        same = now == in ? same + 1 : 0;
+        in = now;
+    }
+    cr_assert_eq(same, 3, "the relay kept reading");
+    cr_assert_geq(r.pipe[0], 0);
+    cr_assert_gt(r.pipe_len, 0u);
+    cr_assert_leq(r.pipe_len, RELAY_PIPE_BYTES);
+    cr_assert_gt(pending(up), 0u, "the upstream is held back");
+    cr_assert_eq(r.want, (unsigned)RELAY_WANT_CLIENT_WRITE, "stuck on the client only");
+    cr_assert_leq(in + HEAD_LEN, r.sent + RELAY_PIPE_BYTES);
+    /* Now a slow client takes it all. */
+    cr_assert_eq(run(1 << 20, 64 * 1024), RELAY_DONE);
+    drain(4 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+}
+
+Test(relay, splice_cut_mid_body)
+{
+    size_t n = 400000, sent = 150000;
+    src_pattern(n);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, &pipes);
+    cr_assert_eq(feed(sent), sent);
+    for (int i = 0; i < 100 && (pending(up) > 0 || r.pipe_len > 0); i++) {
+        cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+        drain(1 << 20);
+    }
+    cr_assert_geq(r.pipe[0], 0);
+    cr_assert_eq(shutdown(up_peer, SHUT_WR), 0);
+    cr_assert_eq(relay_pump(&r), RELAY_CUT);
+    cr_assert_eq(r.cut, GATE_REASON_UPSTREAM_CLOSED_EARLY);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + sent);
+    /* the pipe is empty: it goes back to the pool */
+    int fds[2] = {r.pipe[0], r.pipe[1]};
+    relay_end(&r);
+    cr_assert_eq(r.pipe[0], -1);
+    cr_assert_eq(pipes.n, 1u);
+    cr_assert_eq(pipes.spare[0][0], fds[0]);
+    cr_assert_eq(pipes.spare[0][1], fds[1]);
+}
+
+Test(relay, splice_cut_with_bytes_in_the_pipe_closes_it)
+{
+    size_t n = 400000;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, &pipes);
+    /* the head leaves, then the client stops reading */
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    cr_assert_geq(r.pipe[0], 0);
+    feed(100000);
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    check_wait();
+    cr_assert_gt(r.pipe_len, 0u);
+    cr_assert_eq(shutdown(up_peer, SHUT_WR), 0);
+    cr_assert_eq(relay_pump(&r), RELAY_CUT);
+    cr_assert_eq(r.cut, GATE_REASON_UPSTREAM_CLOSED_EARLY);
+    cr_assert_gt(r.pipe_len, 0u);
+    int fds[2] = {r.pipe[0], r.pipe[1]};
+    relay_end(&r);
+    cr_assert_eq(pipes.n, 0u, "a pipe with bytes in it is not pooled");
+    cr_assert_eq(fcntl(fds[0], F_GETFD), -1, "and it is closed");
+    cr_assert_eq(errno, EBADF);
+    cr_assert_eq(fcntl(fds[1], F_GETFD), -1);
+    cr_assert_eq(errno, EBADF);
+}
+
+Test(relay, splice_pipe_reused_by_the_next_relay)
+{
+    size_t n = 100000;
+    src_pattern(n);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, &pipes);
+    cr_assert_eq(run(n, 1 << 20), RELAY_DONE);
+    int fds[2] = {r.pipe[0], r.pipe[1]};
+    cr_assert_geq(fds[0], 0);
+    relay_end(&r);
+    cr_assert_eq(pipes.n, 1u, "an empty pipe goes back to the pool");
+    cr_assert_eq(fcntl(fds[0], F_GETFD) >= 0, true, "still open");
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+    /* the next response on the same sockets */
+    free(got);
+    got = NULL;
+    got_len = got_cap = 0;
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, &pipes);
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    cr_assert_eq(r.pipe[0], fds[0], "the pooled pipe, not a new one");
+    cr_assert_eq(r.pipe[1], fds[1]);
+    cr_assert_eq(pipes.n, 0u);
+    cr_assert_eq(run(n, 1 << 20), RELAY_DONE);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+    relay_end(&r);
+    cr_assert_eq(pipes.n, 1u);
+}
+
+Test(relay, splice_client_gone)
+{
+    /* splice(2) into a socket has no MSG_NOSIGNAL: the gate ignores
+     * SIGPIPE (cmd_run), and so does this test. */
+    signal(SIGPIPE, SIG_IGN);
+    size_t n = 400000;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, &pipes);
+    feed(100000);
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    cr_assert_geq(r.pipe[0], 0);
+    cr_assert_gt(r.pipe_len, 0u);
+    close_fd(&cli_peer);
+    cr_assert_eq(relay_pump(&r), RELAY_CLIENT_GONE);
+    relay_end(&r);
+    cr_assert_eq(pipes.n, 0u, "the pipe held bytes: closed, not pooled");
+}
+
+Test(relay, splice_pipe_full_of_fragments_waits_on_the_client)
+{
+    /* Each small send is a socket buffer of its own, and each takes a
+     * pipe slot when spliced: the pipe fills by slots, far below its byte
+     * mark. The upstream is still readable then, so wanting it would spin;
+     * the client's writability is what brings the relay back. */
+    size_t n = 100000;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, &pipes);
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    cr_assert_geq(r.pipe[0], 0);
+    cr_assert_eq(r.sent, HEAD_LEN);
+    cr_assert_eq(drain(1 << 20), HEAD_LEN);
+    size_t junk = 0;
+    char fill[4096];
+    memset(fill, 'j', sizeof fill);
+    for (int i = 0; i < 10000; i++) {
+        ssize_t w = send(cli, fill, sizeof fill, MSG_NOSIGNAL);
+        if (w < 0)
+            break;
+        junk += (size_t)w;
+    }
+    for (int i = 0; i < 2000; i++)
+        cr_assert_eq(feed(1), 1u);
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    cr_assert_gt(r.pipe_len, 0u);
+    cr_assert_lt(r.pipe_len, 2000u, "the pipe took every fragment: no slot limit reached");
+    cr_assert_gt(pending(up), 0u);
+    cr_assert_eq(r.want, (unsigned)RELAY_WANT_CLIENT_WRITE);
+    cr_assert_eq(pending(r.pipe[0]), r.pipe_len);
+    for (size_t left = junk; left > 0;) {
+        ssize_t rd = read(cli_peer, fill, left < sizeof fill ? left : sizeof fill);
+        cr_assert_gt(rd, 0);
+        left -= (size_t)rd;
+    }
+    cr_assert_eq(run(40000, 1 << 20), RELAY_DONE);
+    drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+}
