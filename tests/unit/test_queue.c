@@ -1,0 +1,406 @@
+/* The upstream slot queue: the cap on concurrent exchanges and the FIFO of
+ * waiters, including callbacks that re-enter it. */
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "proxy/queue.h"
+
+#define N 64
+
+typedef struct waiter {
+    slot_waiter_t w;
+    int id;
+    int grants;
+    /* what the callback does with its new slot */
+    enum { HOLD, RELEASE_AT_ONCE, CANCEL_OTHER, QUEUE_OTHER } then;
+    struct waiter *other;
+} waiter_t;
+
+static slot_queue_t q;
+static waiter_t ws[N];
+static int order[4 * N];
+static int n_order;
+
+static waiter_t *of(slot_waiter_t *w)
+{
+    return (waiter_t *)((char *)w - offsetof(waiter_t, w));
+}
+
+static void granted(slot_waiter_t *sw)
+{
+    waiter_t *w = of(sw);
+    cr_assert_not(sw->queued, "a granted waiter has left the queue");
+    cr_assert_leq(q.active, q.cap, "granted beyond the cap");
+    w->grants++;
+    cr_assert_lt(n_order, 4 * N);
+    order[n_order++] = w->id;
+    switch (w->then) {
+    case HOLD:
+        break;
+    case RELEASE_AT_ONCE:
+        slot_release(&q);
+        break;
+    case CANCEL_OTHER:
+        slot_cancel(&q, &w->other->w);
+        break;
+    case QUEUE_OTHER:
+        cr_assert_eq(slot_wait(&q, &w->other->w, granted), 0);
+        break;
+    }
+}
+
+static void setup(void)
+{
+    memset(ws, 0, sizeof ws);
+    for (int i = 0; i < N; i++)
+        ws[i].id = i;
+    n_order = 0;
+}
+
+TestSuite(queue, .init = setup);
+
+/* The list is well linked both ways, its length is len, and it holds
+ * exactly the ids given, in order. */
+static void check_list(const int *ids, uint32_t n)
+{
+    cr_assert_eq(q.len, n);
+    slot_waiter_t *prev = NULL, *w = q.head;
+    for (uint32_t i = 0; i < n; i++) {
+        cr_assert_not_null(w, "list ends at %u of %u", i, n);
+        cr_assert_eq(w->prev, prev);
+        cr_assert(w->queued);
+        cr_assert_eq(of(w)->id, ids[i], "position %u", i);
+        prev = w;
+        w = w->next;
+    }
+    cr_assert_null(w);
+    cr_assert_eq(q.tail, prev);
+    if (n == 0)
+        cr_assert_null(q.head);
+}
+
+static void wait_all(int n)
+{
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(slot_wait(&q, &ws[i].w, granted), 0);
+}
+
+Test(queue, takes_up_to_the_cap)
+{
+    slot_queue_init(&q, 3, 8);
+    cr_assert(slot_take(&q));
+    cr_assert(slot_take(&q));
+    cr_assert(slot_take(&q));
+    cr_assert_not(slot_take(&q), "a fourth slot over a cap of 3");
+    cr_assert_eq(q.active, 3u);
+    slot_release(&q);
+    cr_assert_eq(q.active, 2u);
+    cr_assert(slot_take(&q));
+    cr_assert_not(slot_take(&q));
+}
+
+Test(queue, zero_cap_takes_nothing)
+{
+    slot_queue_init(&q, 0, 8);
+    cr_assert_not(slot_take(&q));
+    cr_assert_eq(q.active, 0u);
+}
+
+Test(queue, waiters_are_granted_in_order)
+{
+    slot_queue_init(&q, 2, N);
+    cr_assert(slot_take(&q));
+    cr_assert(slot_take(&q));
+    wait_all(10);
+    int ids[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    check_list(ids, 10);
+    for (int i = 0; i < 10; i++) {
+        slot_release(&q);
+        cr_assert_eq(n_order, i + 1, "one release, one grant");
+        cr_assert_eq(order[i], i, "the longest waiter first");
+        cr_assert_eq(q.active, 2u, "the slot passed on, the count unchanged");
+        check_list(ids + i + 1, (uint32_t)(9 - i));
+    }
+    slot_release(&q);
+    slot_release(&q);
+    cr_assert_eq(q.active, 0u);
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(ws[i].grants, 1);
+}
+
+Test(queue, full_queue_refuses)
+{
+    slot_queue_init(&q, 1, 3);
+    cr_assert(slot_take(&q));
+    wait_all(3);
+    cr_assert_eq(slot_wait(&q, &ws[3].w, granted), -1);
+    cr_assert_not(ws[3].w.queued);
+    int ids[] = {0, 1, 2};
+    check_list(ids, 3);
+    for (int i = 0; i < 4; i++)
+        slot_release(&q);
+    cr_assert_eq(n_order, 3);
+    cr_assert_eq(ws[3].grants, 0, "the refused waiter is never granted");
+    cr_assert_eq(q.active, 0u);
+    /* room again once the queue drained */
+    cr_assert(slot_take(&q));
+    cr_assert_eq(slot_wait(&q, &ws[3].w, granted), 0);
+}
+
+Test(queue, zero_length_queue_refuses)
+{
+    slot_queue_init(&q, 1, 0);
+    cr_assert(slot_take(&q));
+    cr_assert_eq(slot_wait(&q, &ws[0].w, granted), -1);
+    check_list(NULL, 0);
+}
+
+/* No other waiter is looked at: every link but the neighbours' is poison,
+ * which a walk over the list would follow. */
+static slot_waiter_t *const POISON = (slot_waiter_t *)(uintptr_t)0x10;
+
+static void poison_except(int n, int keep_from, int keep_to)
+{
+    for (int i = 0; i < n; i++) {
+        if (i >= keep_from && i <= keep_to)
+            continue;
+        ws[i].w.next = ws[i].w.prev = POISON;
+    }
+}
+
+static void relink(const int *ids, int m)
+{
+    for (int i = 0; i < m; i++) {
+        ws[ids[i]].w.prev = i ? &ws[ids[i - 1]].w : NULL;
+        ws[ids[i]].w.next = i + 1 < m ? &ws[ids[i + 1]].w : NULL;
+    }
+}
+
+Test(queue, cancel_from_the_middle_is_o1)
+{
+    slot_queue_init(&q, 1, N);
+    cr_assert(slot_take(&q));
+    wait_all(N);
+    poison_except(N, 29, 31);
+    slot_cancel(&q, &ws[30].w);
+    cr_assert_not(ws[30].w.queued);
+    cr_assert_eq(q.len, (uint32_t)N - 1);
+    cr_assert_eq(ws[29].w.next, &ws[31].w);
+    cr_assert_eq(ws[31].w.prev, &ws[29].w);
+    cr_assert_eq(q.head, &ws[0].w);
+    cr_assert_eq(q.tail, &ws[N - 1].w);
+    int ids[N - 1];
+    for (int i = 0, k = 0; i < N; i++)
+        if (i != 30)
+            ids[k++] = i;
+    relink(ids, N - 1);
+    check_list(ids, N - 1);
+}
+
+Test(queue, cancel_the_head_is_o1)
+{
+    slot_queue_init(&q, 1, N);
+    cr_assert(slot_take(&q));
+    wait_all(N);
+    poison_except(N, 0, 1);
+    slot_cancel(&q, &ws[0].w);
+    cr_assert_eq(q.head, &ws[1].w);
+    cr_assert_null(ws[1].w.prev);
+    cr_assert_eq(q.tail, &ws[N - 1].w);
+    cr_assert_eq(q.len, (uint32_t)N - 1);
+}
+
+Test(queue, cancel_the_tail_is_o1)
+{
+    slot_queue_init(&q, 1, N);
+    cr_assert(slot_take(&q));
+    wait_all(N);
+    poison_except(N, N - 2, N - 1);
+    slot_cancel(&q, &ws[N - 1].w);
+    cr_assert_eq(q.tail, &ws[N - 2].w);
+    cr_assert_null(ws[N - 2].w.next);
+    cr_assert_eq(q.head, &ws[0].w);
+    cr_assert_eq(q.len, (uint32_t)N - 1);
+}
+
+Test(queue, cancel_keeps_the_order)
+{
+    slot_queue_init(&q, 1, N);
+    cr_assert(slot_take(&q));
+    wait_all(6);
+    slot_cancel(&q, &ws[2].w);     /* middle */
+    slot_cancel(&q, &ws[0].w);     /* head */
+    slot_cancel(&q, &ws[5].w);     /* tail */
+    int ids[] = {1, 3, 4};
+    check_list(ids, 3);
+    slot_cancel(&q, &ws[2].w);     /* twice: a no-op */
+    slot_cancel(&q, &ws[7].w);     /* never queued: a no-op */
+    check_list(ids, 3);
+    /* a cancelled waiter may queue again, at the end */
+    cr_assert_eq(slot_wait(&q, &ws[0].w, granted), 0);
+    int ids2[] = {1, 3, 4, 0};
+    check_list(ids2, 4);
+    for (int i = 0; i < 5; i++)
+        slot_release(&q);
+    cr_assert_eq(n_order, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(order[i], ids2[i]);
+    cr_assert_eq(ws[2].grants + ws[5].grants, 0, "cancelled waiters are never granted");
+    cr_assert_eq(q.active, 0u);
+}
+
+Test(queue, cancel_the_only_waiter)
+{
+    slot_queue_init(&q, 1, N);
+    cr_assert(slot_take(&q));
+    wait_all(1);
+    slot_cancel(&q, &ws[0].w);
+    check_list(NULL, 0);
+    slot_release(&q);
+    cr_assert_eq(n_order, 0);
+    cr_assert_eq(q.active, 0u);
+}
+
+Test(queue, a_waiter_that_releases_at_once_lets_the_next_in)
+{
+    slot_queue_init(&q, 1, N);
+    cr_assert(slot_take(&q));
+    wait_all(5);
+    for (int i = 0; i < 4; i++)
+        ws[i].then = RELEASE_AT_ONCE;   /* each fails at once: its slot goes on */
+    slot_release(&q);
+    cr_assert_eq(n_order, 5);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(order[i], i);
+    cr_assert_eq(q.active, 1u, "the last one holds the slot");
+    check_list(NULL, 0);
+    slot_release(&q);
+    cr_assert_eq(q.active, 0u);
+    cr_assert_eq(n_order, 5);
+}
+
+Test(queue, releases_at_once_with_more_slots)
+{
+    slot_queue_init(&q, 3, N);
+    for (int i = 0; i < 3; i++)
+        cr_assert(slot_take(&q));
+    wait_all(8);
+    for (int i = 0; i < 8; i += 2)
+        ws[i].then = RELEASE_AT_ONCE;
+    slot_release(&q);
+    slot_release(&q);
+    /* the two free slots went to 0 (released), 1, 2 (released), 3 */
+    cr_assert_eq(n_order, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(order[i], i);
+    cr_assert_eq(q.active, 3u);
+    int ids[] = {4, 5, 6, 7};
+    check_list(ids, 4);
+}
+
+Test(queue, a_granted_waiter_cancels_the_next)
+{
+    slot_queue_init(&q, 1, N);
+    cr_assert(slot_take(&q));
+    wait_all(3);
+    ws[0].then = CANCEL_OTHER;
+    ws[0].other = &ws[1];
+    slot_release(&q);
+    cr_assert_eq(n_order, 1);
+    int ids[] = {2};
+    check_list(ids, 1);
+    slot_release(&q);
+    cr_assert_eq(n_order, 2);
+    cr_assert_eq(order[1], 2);
+    cr_assert_eq(ws[1].grants, 0);
+}
+
+Test(queue, a_granted_waiter_that_releases_and_cancels)
+{
+    /* releasing re-enters the grant loop, which takes 1; then 0 cancels 1,
+     * already granted: a no-op, and nothing is granted twice */
+    slot_queue_init(&q, 1, N);
+    cr_assert(slot_take(&q));
+    wait_all(2);
+    ws[0].then = RELEASE_AT_ONCE;
+    slot_release(&q);
+    slot_cancel(&q, &ws[1].w);
+    cr_assert_eq(ws[1].grants, 1);
+    cr_assert_eq(q.active, 1u);
+    check_list(NULL, 0);
+}
+
+Test(queue, a_granted_waiter_queues_another)
+{
+    slot_queue_init(&q, 1, N);
+    cr_assert(slot_take(&q));
+    wait_all(2);
+    ws[0].then = QUEUE_OTHER;
+    ws[0].other = &ws[9];
+    slot_release(&q);
+    int ids[] = {1, 9};
+    check_list(ids, 2);
+    cr_assert_eq(q.active, 1u);
+}
+
+/* A model (an array in FIFO order) against the queue, over a long run of
+ * takes, waits, cancels and releases, callbacks releasing at once. */
+Test(queue, counts_match_a_model)
+{
+    enum { CAP = 4, MAXQ = 12, OPS = 20000 };
+    slot_queue_init(&q, CAP, MAXQ);
+    int model[N], mlen = 0;
+    uint32_t active = 0;
+    int holders = 0;            /* slots held outside the queue's grants */
+    unsigned x = 99;
+    for (int op = 0; op < OPS; op++) {
+        x = x * 1103515245u + 12345u;
+        unsigned what = (x >> 16) % 4;
+        int id = (int)((x >> 8) % N);
+        if (what == 0) {
+            bool took = slot_take(&q);
+            cr_assert_eq(took, active < CAP);
+            if (took) {
+                active++;
+                holders++;
+            }
+        } else if (what == 1 && !ws[id].w.queued) {
+            ws[id].then = (x >> 4) % 3 == 0 ? RELEASE_AT_ONCE : HOLD;
+            int rc = slot_wait(&q, &ws[id].w, granted);
+            cr_assert_eq(rc, mlen < MAXQ ? 0 : -1);
+            if (rc == 0)
+                model[mlen++] = id;
+        } else if (what == 2 && mlen > 0) {
+            int at = (int)((x >> 4) % (unsigned)mlen);
+            slot_cancel(&q, &ws[model[at]].w);
+            memmove(model + at, model + at + 1, (size_t)(mlen - at - 1) * sizeof *model);
+            mlen--;
+        } else if (what == 3 && holders > 0) {
+            int before = n_order;
+            slot_release(&q);
+            holders--;
+            active--;
+            /* the model: grants go in order while a slot is free; one that
+             * releases at once frees its slot again */
+            while (mlen > 0 && active < CAP) {
+                int g = model[0];
+                memmove(model, model + 1, (size_t)(mlen - 1) * sizeof *model);
+                mlen--;
+                cr_assert_lt(before, n_order, "op %d: waiter %d not granted", op, g);
+                cr_assert_eq(order[before], g, "op %d: out of order", op);
+                before++;
+                if (ws[g].then == HOLD) {
+                    active++;
+                    holders++;
+                }
+            }
+            cr_assert_eq(n_order, before, "op %d: granted too many", op);
+            n_order = 0;
+        }
+        cr_assert_eq(q.active, active, "op %d", op);
+        cr_assert_leq(q.active, q.cap);
+        check_list(model, (uint32_t)mlen);
+    }
+}
