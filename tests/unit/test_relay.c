@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,13 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 #include "proxy/relay.h"
+#include "tls/tls.h"
 
 #define CAP (64 * 1024)     /* the relay's buffer, as a worker's is at least */
 #define STEPS 200000        /* bound on any pump loop */
@@ -38,6 +45,8 @@ static size_t src_len, src_next;
 /* what the client got */
 static unsigned char *got;
 static size_t got_len, got_cap;
+/* TLS: the test's ends speak through these instead of the sockets */
+static SSL *feed_ssl, *drain_ssl;
 
 static unsigned char pattern(size_t i)
 {
@@ -90,6 +99,7 @@ static void setup(void)
     src_len = src_next = 0;
     got = NULL;
     got_len = got_cap = 0;
+    feed_ssl = drain_ssl = NULL;
 }
 
 static void teardown(void)
@@ -151,6 +161,16 @@ static size_t feed(size_t max)
             n = max - put;
         if (n > 65536)
             n = 65536;
+        if (feed_ssl) {
+            int w = SSL_write(feed_ssl, src + src_next, (int)n);
+            if (w <= 0) {
+                cr_assert_eq(SSL_get_error(feed_ssl, w), SSL_ERROR_WANT_WRITE);
+                break;
+            }
+            src_next += (size_t)w;
+            put += (size_t)w;
+            continue;
+        }
         ssize_t w = send(up_peer, src + src_next, n, MSG_NOSIGNAL);
         if (w < 0) {
             cr_assert_eq(errno, EAGAIN, "%s", strerror(errno));
@@ -173,6 +193,16 @@ static size_t drain(size_t max)
             cr_assert_not_null(got);
         }
         size_t n = max - took < 65536 ? max - took : 65536;
+        if (drain_ssl) {
+            int rd = SSL_read(drain_ssl, got + got_len, (int)n);
+            if (rd <= 0) {
+                cr_assert_eq(SSL_get_error(drain_ssl, rd), SSL_ERROR_WANT_READ);
+                break;
+            }
+            got_len += (size_t)rd;
+            took += (size_t)rd;
+            continue;
+        }
         ssize_t rd = read(cli_peer, got + got_len, n);
         if (rd <= 0) {
             cr_assert(rd == 0 || errno == EAGAIN, "%s", strerror(errno));
@@ -217,6 +247,14 @@ static void check_accounts(void)
 /* After RELAY_WAIT: it waits on something, and only on what it needs. */
 static void check_wait(void)
 {
+    if (drain_ssl) {
+        /* the bytes inside OpenSSL are not to be counted from outside */
+        cr_assert_neq(r.want, 0u, "a wait on nothing never ends");
+        cr_assert_eq(r.pipe[0], -1, "TLS is never spliced");
+        cr_assert_leq(r.off, r.len);
+        cr_assert_leq(r.len, cap);
+        return;
+    }
     cr_assert_neq(r.want, 0u, "a wait on nothing never ends");
     cr_assert_eq(r.want & RELAY_WANT_UPSTREAM_WRITE, 0u, "plain sockets never need the other direction");
     if (r.want & RELAY_WANT_UPSTREAM_READ)
@@ -227,25 +265,43 @@ static void check_wait(void)
     check_accounts();
 }
 
+/* Whether an event the relay waits for has come, as the worker's event
+ * loop would see it: the relay is pumped only then. */
+static bool ready(unsigned want)
+{
+    struct pollfd p[2] = {{.fd = cli}, {.fd = up}};
+    if (want & RELAY_WANT_CLIENT_WRITE)
+        p[0].events |= POLLOUT;
+    if (want & RELAY_WANT_UPSTREAM_READ)
+        p[1].events |= POLLIN;
+    if (want & RELAY_WANT_UPSTREAM_WRITE)
+        p[1].events |= POLLOUT;
+    cr_assert_geq(poll(p, 2, 0), 0);
+    return (p[0].revents | p[1].revents) != 0;
+}
+
 /* Feeds and drains (feed_step, drain_step bytes per round; 0: not at all)
- * and pumps until the relay stops waiting; fails on a stall. */
+ * and pumps, the first time and then whenever what it waits for is
+ * ready, until it stops waiting. Fails when nothing it waits for can
+ * come: the test has nothing left to do and no wanted event is ready. */
 static relay_result_t run(size_t feed_step, size_t drain_step)
 {
     int idle = 0;
+    bool first = true;
     for (int i = 0; i < STEPS; i++) {
         size_t moved = feed_step ? feed(feed_step) : 0;
-        uint64_t sent = r.sent;
-        size_t in = src_next - pending(up);
-        relay_result_t res = relay_pump(&r);
-        if (res != RELAY_WAIT)
-            return res;
-        check_wait();
-        moved += drain_step ? drain(drain_step) : 0;
-        if (moved || r.sent != sent || src_next - pending(up) != in)
+        moved += drain_step && !first ? drain(drain_step) : 0;
+        if (first || ready(r.want)) {
+            first = false;
             idle = 0;
-        else if (++idle >= STALL)
+            relay_result_t res = relay_pump(&r);
+            if (res != RELAY_WAIT)
+                return res;
+            check_wait();
+        } else if (!moved && ++idle >= STALL) {
             cr_assert_fail("stalled: want %u, fed %zu of %zu, sent %llu", r.want, src_next, src_len,
                            (unsigned long long)r.sent);
+        }
     }
     cr_assert_fail("no end after %d rounds", STEPS);
     return RELAY_WAIT;
@@ -878,4 +934,131 @@ Test(relay, splice_pipe_full_of_fragments_waits_on_the_client)
     drain(1 << 20);
     check_client_prefix();
     cr_assert_eq(got_len, HEAD_LEN + n);
+}
+
+/* ---- TLS on both sides ------------------------------------------------ */
+
+/* A throwaway self-signed identity, in memory and as PEM files for the
+ * gate's own server context. */
+static EVP_PKEY *id_key;
+static X509 *id_crt;
+
+static void make_identity(const char *dir, char *crt, char *key, size_t len)
+{
+    id_key = EVP_EC_gen("P-256");
+    cr_assert_not_null(id_key);
+    id_crt = X509_new();
+    cr_assert_not_null(id_crt);
+    X509_set_version(id_crt, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(id_crt), 1);
+    X509_gmtime_adj(X509_getm_notBefore(id_crt), -60);
+    X509_gmtime_adj(X509_getm_notAfter(id_crt), 3600);
+    X509_NAME *name = X509_get_subject_name(id_crt);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"skewgate-test", -1, -1, 0);
+    X509_set_issuer_name(id_crt, name);
+    X509_set_pubkey(id_crt, id_key);
+    cr_assert_gt(X509_sign(id_crt, id_key, EVP_sha256()), 0);
+    snprintf(crt, len, "%s/tls.crt", dir);
+    snprintf(key, len, "%s/tls.key", dir);
+    FILE *f = fopen(crt, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(PEM_write_X509(f, id_crt), 1);
+    fclose(f);
+    f = fopen(key, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(PEM_write_PrivateKey(f, id_key, NULL, NULL, 0, NULL, NULL), 1);
+    fclose(f);
+}
+
+/* The test's own TLS end, as lenient about retries as the gate's. */
+static SSL *peer_ssl(int fd, bool server)
+{
+    SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
+    cr_assert_not_null(ctx);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (server) {
+        cr_assert_eq(SSL_CTX_use_certificate(ctx, id_crt), 1);
+        cr_assert_eq(SSL_CTX_use_PrivateKey(ctx, id_key), 1);
+    } else {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    }
+    SSL *ssl = SSL_new(ctx);
+    SSL_CTX_free(ctx);  /* the SSL holds its own reference */
+    cr_assert_not_null(ssl);
+    SSL_set_fd(ssl, fd);
+    if (server)
+        SSL_set_accept_state(ssl);
+    else
+        SSL_set_connect_state(ssl);
+    return ssl;
+}
+
+static void handshake(sockio_t *gate, SSL *peer)
+{
+    bool g = false, t = false;
+    for (int i = 0; i < 1000 && !(g && t); i++) {
+        if (!g) {
+            int rc = sockio_handshake(gate);
+            cr_assert(rc == 1 || rc == SOCKIO_WANT_READ || rc == SOCKIO_WANT_WRITE, "gate handshake: %d", rc);
+            g = rc == 1;
+        }
+        if (!t) {
+            int rc = SSL_do_handshake(peer);
+            int e = SSL_get_error(peer, rc);
+            cr_assert(rc == 1 || e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE, "peer handshake");
+            t = rc == 1;
+        }
+    }
+    cr_assert(g && t, "no handshake");
+}
+
+Test(relay, tls_both_sides_slow_client)
+{
+    char dir[] = "/tmp/skewgate-relay-XXXXXX", crt[96], key[96], err[256];
+    cr_assert_not_null(mkdtemp(dir));
+    make_identity(dir, crt, key, sizeof crt);
+    /* the gate's contexts as it makes them */
+    config_tls_server_t scfg = {.enabled = true, .certificate = crt, .key = key,
+                                .min_version = TLS1_2_VERSION, .session_tickets = false};
+    SSL_CTX *gate_server = tls_server_ctx_new(&scfg, err, sizeof err);
+    cr_assert_not_null(gate_server, "%s", err);
+    config_upstream_t ucfg = {.tls = true, .insecure_skip_verify = true};
+    SSL_CTX *gate_client = tls_client_ctx_new(&ucfg, err, sizeof err);
+    cr_assert_not_null(gate_client, "%s", err);
+    cr_assert_eq(sockio_attach_ssl(&cio, SSL_new(gate_server)), 0);
+    SSL_set_accept_state(cio.ssl);
+    cr_assert_eq(sockio_attach_ssl(&uio, SSL_new(gate_client)), 0);
+    SSL_set_connect_state(uio.ssl);
+    drain_ssl = peer_ssl(cli_peer, false);
+    feed_ssl = peer_ssl(up_peer, true);
+    handshake(&cio, drain_ssl);
+    handshake(&uio, feed_ssl);
+
+    size_t n = 600000;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    /* plain-to-plain only: with TLS a pipe pool and a known length change nothing */
+    start(HTTP_BODY_LENGTH, (int64_t)n, 1000, &pipes);
+    cr_assert_eq(run(50000, 3000), RELAY_DONE);
+    for (int i = 0; i < 1000 && got_len < HEAD_LEN + n; i++)
+        drain(1 << 20);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+    cr_assert_eq(r.sent, HEAD_LEN + n);
+    cr_assert_eq(r.pipe[0], -1);
+    cr_assert_eq(pipes.n, 0u);
+
+    SSL_free(cio.ssl);
+    SSL_free(uio.ssl);
+    cio.ssl = uio.ssl = NULL;
+    SSL_free(drain_ssl);
+    SSL_free(feed_ssl);
+    drain_ssl = feed_ssl = NULL;
+    SSL_CTX_free(gate_server);
+    SSL_CTX_free(gate_client);
+    X509_free(id_crt);
+    EVP_PKEY_free(id_key);
+    unlink(crt);
+    unlink(key);
+    rmdir(dir);
 }
