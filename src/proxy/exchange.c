@@ -238,6 +238,9 @@ static void exchange_send(exchange_t *x)
             continue;
         }
         if (n == SOCKIO_WANT_WRITE) {
+            /* A pooled connection still has its idle timer on the read
+             * event: the write's response timeout is the one that counts. */
+            upstream_arm_read(u, false, NULL);
             upstream_arm_write(u, true, x->ctx->tv_response);
             return;
         }

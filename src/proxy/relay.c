@@ -146,16 +146,17 @@ static bool relay_write_out(relay_t *r, bool *gone)
 }
 
 /* How much the next upstream read may take; 0: wait for the client.
- * Bytes are never moved: a read waits until the tail has room for a full
- * record (or for the rest of the body), else for the client to drain the
- * buffer, which then starts over at its front. */
+ * Bytes are never moved: while bytes wait for the client, a read waits
+ * until the tail has room for a full record (or for the rest of the body),
+ * else for the client to drain the buffer, which then starts over at its
+ * front. An empty buffer takes what it has room for, however small. */
 static size_t relay_read_room(const relay_t *r)
 {
     size_t room = r->cap - r->len;
     size_t want = RELAY_TLS_RECORD;
     if (relay_known_length(r) && (uint64_t)r->body_left < want)
         want = (size_t)r->body_left;
-    if (room < want)
+    if (room < want && r->len > r->off)
         return 0;
     if (relay_known_length(r) && (uint64_t)r->body_left < room)
         room = (size_t)r->body_left;

@@ -1062,3 +1062,17 @@ Test(relay, tls_both_sides_slow_client)
     unlink(key);
     rmdir(dir);
 }
+
+/* A buffer smaller than a TLS record: an empty buffer must still read,
+ * never wait on nothing (found by this suite before the relay allowed it). */
+Test(relay, small_buffer_never_waits_on_nothing)
+{
+    char small[8192];
+    relay_init(&r, &cio, &uio, small, sizeof small, NULL);
+    relay_frame(&r, HTTP_BODY_LENGTH, 100000);
+    char body[4096] = {0};
+    cr_assert_eq(write(up_peer, body, sizeof body), (ssize_t)sizeof body);
+    relay_result_t res = relay_pump(&r);
+    cr_assert(res != RELAY_WAIT || r.want != 0, "WAIT on nothing with cap %zu", sizeof small);
+    cr_assert_eq(r.sent, sizeof body, "the 4 KiB that arrived went on: %llu", (unsigned long long)r.sent);
+}
