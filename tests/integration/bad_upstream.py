@@ -9,6 +9,9 @@
   echo     answers 200 with the request head it got as the body, keeping the
            connection open; a request whose target holds "hold" is answered
            only once --release-file exists
+  once     as echo, but each connection answers its first request only and
+           closes when a second arrives: a keep-alive connection that died
+           between two uses, as the gate's pool sees it
 Writes its port to --port-file once listening; counts requests in --count-file."""
 import argparse, os, socket, threading, time
 
@@ -36,7 +39,8 @@ def read_head(conn):
         data += chunk
     return data
 
-def serve_echo(conn, count_file, release_file):
+def serve_echo(conn, count_file, release_file, once=False):
+    answered = 0
     while True:
         data = read_head(conn)
         if data is None:
@@ -44,6 +48,10 @@ def serve_echo(conn, count_file, release_file):
         if count_file:
             with open(count_file, "a") as f:
                 f.write("req\n")
+        if once and answered:
+            conn.close()
+            return
+        answered += 1
         if b"hold" in data.split(b"\r\n", 1)[0]:
             deadline = time.monotonic() + 30
             while not os.path.exists(release_file) and time.monotonic() < deadline:
@@ -99,7 +107,7 @@ def serve(conn, mode, count_file, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["stall", "cut", "chunked", "interim", "bighead", "echo"], required=True)
+    ap.add_argument("--mode", choices=["stall", "cut", "chunked", "interim", "bighead", "echo", "once"], required=True)
     ap.add_argument("--head-bytes", type=int, default=12288)
     ap.add_argument("--release-file")
     ap.add_argument("--port-file", required=True)
@@ -114,8 +122,9 @@ def main():
     os.rename(a.port_file + ".tmp", a.port_file)
     while True:
         c, _ = s.accept()
-        if a.mode == "echo":
-            threading.Thread(target=serve_echo, args=(c, a.count_file, a.release_file), daemon=True).start()
+        if a.mode in ("echo", "once"):
+            threading.Thread(target=serve_echo, args=(c, a.count_file, a.release_file, a.mode == "once"),
+                             daemon=True).start()
         else:
             threading.Thread(target=serve, args=(c, a.mode, a.count_file, a), daemon=True).start()
 

@@ -2,7 +2,9 @@
 # The exchange's own promises: an upstream head of any size up to
 # limits.max_header_bytes is relayed whole (and one over it is a 502); a
 # request that waited in the upstream queue reaches the MCS as it was sent,
-# whatever other requests the worker parsed meanwhile.
+# whatever other requests the worker parsed meanwhile; a pooled upstream
+# connection that died between two uses costs the node nothing (the request
+# goes again, once, on a new connection, as it was).
 . "$(dirname "$0")/lib.sh"
 
 certs
@@ -74,5 +76,22 @@ grep -q '^X-Who: bee' "$TMP/b.out" || fail "B lost its fields: $(cat "$TMP/b.out
 grep -q 'X-Other-Client' "$TMP/b.out" && fail "B carries C's fields: $(cat "$TMP/b.out")"
 grep -q '^GET /config/master-with-a-longer-name HTTP/1.1' "$TMP/c.out" || fail "C reached the MCS as: $(head -c 300 "$TMP/c.out")"
 grep -q '^X-Forwarded-For: 127.0.0.1' "$TMP/b.out" || fail "B has no X-Forwarded-For"
+gate_stop
+
+note "a pooled upstream connection that died unseen: the request is sent again, once, intact"
+rm -f "$TMP/bad.count"
+start_bad once --release-file "$TMP/never"
+MCS_PORT=$BAD_PORT
+GATE_WORKERS=1 gate_config "$TMP/gate.yaml" hold "$object"
+gate_start "$TMP/gate.yaml"
+curl -s -o "$TMP/first.out" -w '%{http_code}' "http://127.0.0.1:$PLAIN_PORT/config/worker?n=1" >"$TMP/code1"
+[ "$(cat "$TMP/code1")" = 200 ] || fail "first request: $(cat "$TMP/code1")"
+curl -s -o "$TMP/second.out" -w '%{http_code}' -H 'X-Second: yes' \
+  "http://127.0.0.1:$PLAIN_PORT/config/worker?n=2" >"$TMP/code2"
+[ "$(cat "$TMP/code2")" = 200 ] || fail "second request on the dead pooled connection: $(cat "$TMP/code2")"
+grep -q '^GET /config/worker?n=2 HTTP/1.1' "$TMP/second.out" || fail "the retry sent: $(head -c 300 "$TMP/second.out")"
+grep -q '^X-Second: yes' "$TMP/second.out" || fail "the retry lost a field: $(cat "$TMP/second.out")"
+# the first request, the second on the dead connection, the second again
+[ "$(grep -c req "$TMP/bad.count")" = 3 ] || fail "upstream saw $(grep -c req "$TMP/bad.count") requests, expected 3"
 gate_stop
 echo PASS
