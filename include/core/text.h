@@ -5,6 +5,7 @@
 #ifndef SKEWGATE_TEXT_H
 #define SKEWGATE_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* In place, up to the NUL: control characters (C0 and DEL) become spaces,
@@ -17,5 +18,10 @@ void text_sanitize(char *s);
 /* Copies src (NULL counts as "") into dst[cap], cap > 0, truncated to fit,
  * then text_sanitize. */
 void text_copy(char *dst, size_t cap, const char *src);
+
+/* Whether s is a plain identifier of 1..max bytes: an ASCII letter or '_',
+ * then letters, digits and '_'. What may be spliced into a command
+ * language (an nftables table name) without quoting. */
+bool text_is_identifier(const char *s, size_t max);
 
 #endif

@@ -69,3 +69,15 @@ void text_copy(char *dst, size_t cap, const char *src)
     snprintf(dst, cap, "%s", src ? src : "");
     text_sanitize(dst);
 }
+
+bool text_is_identifier(const char *s, size_t max)
+{
+    size_t i = 0;
+    for (; s[i]; i++) {
+        char c = s[i];
+        bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (i == max || !(letter || (i > 0 && c >= '0' && c <= '9')))
+            return false;
+    }
+    return i > 0;
+}

@@ -48,3 +48,20 @@ Test(text, copy_truncates_to_valid_text)
     text_copy(buf, sizeof buf, "a\nb");
     cr_expect_str_eq(buf, "a b");
 }
+
+Test(text, identifier_is_a_letter_or_underscore_then_word_characters)
+{
+    cr_expect(text_is_identifier("skewgate", 255));
+    cr_expect(text_is_identifier("_x9", 255));
+    cr_expect(text_is_identifier("A", 1));
+    cr_expect(text_is_identifier("ab", 2));
+    cr_expect_not(text_is_identifier("abc", 2));
+    cr_expect_not(text_is_identifier("", 255));
+    cr_expect_not(text_is_identifier("9x", 255));
+    cr_expect_not(text_is_identifier("a b", 255));
+    cr_expect_not(text_is_identifier("a-b", 255));
+    cr_expect_not(text_is_identifier("a;b", 255));
+    cr_expect_not(text_is_identifier("a\nb", 255));
+    cr_expect_not(text_is_identifier("\"q\"", 255));
+    cr_expect_not(text_is_identifier("caf\xc3\xa9", 255));
+}
