@@ -20,6 +20,12 @@
 #define CONFIG_MAX_LISTENERS 8
 #define CONFIG_MAX_PREFIXES 8
 #define CONFIG_MAX_WORKERS 256
+#define CONFIG_MAX_REDIRECT_PORTS 16
+/* The kernel's limit on an nftables table name (NFT_TABLE_MAXNAMELEN less the NUL). */
+#define CONFIG_REDIRECT_TABLE_MAX 255
+/* The MCS ports nodes dial (DESIGN 1.3): what the redirect takes by default. */
+#define CONFIG_MCS_TLS_PORT 22623
+#define CONFIG_MCS_PLAIN_PORT 22624
 
 typedef struct config_addr {
     struct sockaddr_storage ss;
@@ -123,6 +129,20 @@ typedef struct config_admin {
 } config_admin_t;
 
 
+/* The node-local redirect (`skewgate redirect`, DESIGN 1.1): connections
+ * from other hosts to the MCS's ports are redirected to the gate's
+ * listeners by an nftables table of the gate's own. */
+typedef struct config_redirect_port {
+    uint32_t from;              /* the MCS port nodes dial, 1..65535 */
+    uint32_t to;                /* the port of one of the gate's listeners */
+} config_redirect_port_t;
+
+typedef struct config_redirect {
+    char *table;                /* default "skewgate": the table (family inet); an identifier */
+    config_redirect_port_t ports[CONFIG_MAX_REDIRECT_PORTS];
+    size_t n_ports;             /* 0: redirect.ports not written, config_redirect_ports derives them */
+} config_redirect_t;
+
 typedef struct config_log {
     log_level_t level;          /* default info */
     bool access;                /* default true */
@@ -139,6 +159,7 @@ typedef struct config {
     config_gate_t gate;
     config_limits_t limits;
     config_admin_t admin;
+    config_redirect_t redirect;
     config_log_t log;
 } config_t;
 
@@ -148,6 +169,16 @@ config_t *config_load(const char *path, char *err, size_t errlen);
  * '/') resolves relative paths. */
 config_t *config_parse(const char *text, size_t len, const char *name, char *err, size_t errlen);
 void config_free(config_t *cfg);
+
+/* The redirect's port pairs: redirect.ports as written (validated at
+ * load), or by default CONFIG_MCS_TLS_PORT -> the port of the first TLS
+ * listener and CONFIG_MCS_PLAIN_PORT -> the port of the first plain one,
+ * for those that exist. A default target must have a fixed port, listen
+ * beyond loopback and not be the MCS port itself; this is checked here,
+ * not at load, so that a configuration that never installs a redirect may
+ * use port 0. 0 with out[0..*n) filled, or -1 with "FILE: problem" in err. */
+int config_redirect_ports(const config_t *cfg, config_redirect_port_t out[CONFIG_MAX_REDIRECT_PORTS],
+                          size_t *n, char *err, size_t errlen);
 
 /* "10s", "250ms", "5m", "1h", "1h30m" -> milliseconds. 0 or -1. */
 int config_parse_duration(const char *s, uint64_t *ms);

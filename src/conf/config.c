@@ -45,6 +45,7 @@ static const range_t headers_count = {1, 10000};
 static const range_t idle_count = {0, 10000};
 static const range_t concurrent_count = {1, 100000};
 static const range_t queue_count = {0, 1000000};
+static const range_t port_number = {1, 65535};
 
 static const addr_rules_t listen_rules = {.port_zero = true, .wildcard = true};
 static const addr_rules_t upstream_rules = {0};
@@ -212,6 +213,46 @@ static const field_t admin_fields[] = {
 };
 static const schema_t admin_schema = SCHEMA(admin_fields);
 
+#define REDIRECT_PORT_FIELD(name) offsetof(config_redirect_port_t, name)
+static const field_t redirect_port_fields[] = {
+    {"from", schema_read_count, REDIRECT_PORT_FIELD(from), &port_number},
+    {"to", schema_read_count, REDIRECT_PORT_FIELD(to), &port_number},
+};
+static const schema_t redirect_port_schema = SCHEMA(redirect_port_fields);
+
+/* redirect.ports into a config_redirect_t: a list of {from, to}, both
+ * required; what the pairs mean together is validate_redirect's. */
+static int read_redirect_ports(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    config_redirect_t *r = dst;
+    if (node->kind != YNODE_SEQ)
+        return schema_fail_expected(ld, node, "a list of {from: PORT, to: PORT}");
+    if (node->n == 0)
+        return schema_fail(ld, node, ld->path, "at least one {from, to} pair (omit the key for the default ports)");
+    if (node->n > CONFIG_MAX_REDIRECT_PORTS)
+        return schema_fail(ld, node->items[CONFIG_MAX_REDIRECT_PORTS], ld->path, "at most %d pairs",
+                           CONFIG_MAX_REDIRECT_PORTS);
+    for (size_t i = 0; i < node->n; i++) {
+        size_t saved = schema_path_push_index(ld, i);
+        config_redirect_port_t *p = &r->ports[i];
+        *p = (config_redirect_port_t){0};
+        if (schema_place(ld, node->items[i]) < 0 || schema_read_map(ld, node->items[i], &redirect_port_schema, p) < 0)
+            return -1;
+        if (!p->from || !p->to)
+            return schema_fail(ld, node->items[i], ld->path, "missing required key \"%s\"", p->from ? "to" : "from");
+        schema_path_pop(ld, saved);
+    }
+    r->n_ports = node->n;
+    return 0;
+}
+
+static const field_t redirect_fields[] = {
+    {"table", conf_read_nft_table, offsetof(config_redirect_t, table), NULL},
+    {"ports", read_redirect_ports, 0, NULL},
+};
+static const schema_t redirect_schema = SCHEMA(redirect_fields);
+
 static const field_t log_fields[] = {
     {"level", schema_read_enum, offsetof(config_log_t, level), log_levels},
     {"access", schema_read_bool, offsetof(config_log_t, access), NULL},
@@ -228,6 +269,7 @@ static const field_t root_fields[] = {
     {"enforcement", schema_read_submap, CONFIG_FIELD(enforcement), &enforcement_schema},
     {"limits", schema_read_submap, CONFIG_FIELD(limits), &limits_schema},
     {"admin", schema_read_submap, CONFIG_FIELD(admin), &admin_schema},
+    {"redirect", schema_read_submap, CONFIG_FIELD(redirect), &redirect_schema},
     {"log", schema_read_submap, CONFIG_FIELD(log), &log_schema},
 };
 static const schema_t root_schema = SCHEMA(root_fields);
@@ -277,7 +319,8 @@ static int set_defaults(loader_t *ld, config_t *cfg)
         schema_set_string(ld, ld->root, &e->kubernetes.server, "") < 0 ||
         schema_set_string(ld, ld->root, &e->kubernetes.ca_file, SERVICE_ACCOUNT_DIR "/ca.crt") < 0 ||
         schema_set_string(ld, ld->root, &e->kubernetes.token_file, SERVICE_ACCOUNT_DIR "/token") < 0 ||
-        schema_set_string(ld, ld->root, &e->kubernetes.name, "cluster") < 0)
+        schema_set_string(ld, ld->root, &e->kubernetes.name, "cluster") < 0 ||
+        schema_set_string(ld, ld->root, &cfg->redirect.table, "skewgate") < 0)
         return -1;
     return 0;
 }
@@ -383,8 +426,69 @@ static int validate_limits(loader_t *ld)
     return 0;
 }
 
+/* Why no listener on `port` can take redirected connections ("" when one
+ * can): the redirect rewrites the destination to the node's address on
+ * the interface the connection came in by, so the listener must have that
+ * port and listen beyond loopback. */
+static void redirect_target_problem(const config_t *cfg, uint32_t port, char *why, size_t len)
+{
+    size_t loopback = SIZE_MAX;
+    for (size_t i = 0; i < cfg->n_listeners; i++) {
+        const config_addr_t *a = &cfg->listeners[i].addr;
+        if (addr_port(&a->ss) != port)
+            continue;
+        if (!grammar_addr_is_loopback(a)) {
+            why[0] = '\0';
+            return;
+        }
+        loopback = i;
+    }
+    if (loopback != SIZE_MAX) {
+        snprintf(why, len,
+                 "%u is the port of listeners[%zu].address \"%s\", which listens on loopback only: redirected "
+                 "connections arrive on the node's own address, so listen on 0.0.0.0 (or [::], or the node's address)",
+                 (unsigned)port, loopback, cfg->listeners[loopback].addr.text);
+        return;
+    }
+    bool port_zero = false;
+    size_t at = (size_t)snprintf(why, len, "%u is not the port of a listener (", (unsigned)port);
+    for (size_t i = 0; i < cfg->n_listeners && at < len; i++) {
+        port_zero |= addr_port(&cfg->listeners[i].addr.ss) == 0;
+        at += (size_t)snprintf(why + at, len - at, "%s\"%s\"", i ? ", " : "", cfg->listeners[i].addr.text);
+    }
+    if (at < len)
+        snprintf(why + at, len - at, "%s", port_zero ? "; a listener on port 0 cannot be a redirect target)" : ")");
+}
+
+/* redirect.ports as written: distinct from ports, each to the port of a
+ * listener that can take redirected connections. */
+static int validate_redirect(loader_t *ld)
+{
+    const config_redirect_t *r = &ld->cfg->redirect;
+    char path[64], why[CONFIG_ERR_LEN / 2];
+    for (size_t i = 0; i < r->n_ports; i++) {
+        const config_redirect_port_t *p = &r->ports[i];
+        for (size_t j = 0; j < i; j++) {
+            if (r->ports[j].from != p->from)
+                continue;
+            snprintf(path, sizeof path, "redirect.ports[%zu].from", i);
+            return schema_fail_at_path(ld, path, "%u is already redirected by redirect.ports[%zu]", (unsigned)p->from, j);
+        }
+        if (p->from == p->to) {
+            snprintf(path, sizeof path, "redirect.ports[%zu]", i);
+            return schema_fail_at_path(ld, path, "from and to are both %u: a port redirected to itself", (unsigned)p->from);
+        }
+        redirect_target_problem(ld->cfg, p->to, why, sizeof why);
+        if (why[0]) {
+            snprintf(path, sizeof path, "redirect.ports[%zu].to", i);
+            return schema_fail_at_path(ld, path, "%s", why);
+        }
+    }
+    return 0;
+}
+
 static int (*const validators[])(loader_t *) = {
-    validate_listeners, validate_upstream, validate_admin, validate_enforcement, validate_limits,
+    validate_listeners, validate_upstream, validate_admin, validate_enforcement, validate_limits, validate_redirect,
 };
 
 /* CPUs this process may run on (cpusets, taskset), not all online ones. */
@@ -407,6 +511,55 @@ static int derive(loader_t *ld)
         addr_ip_text(&cfg->upstream.addr.ss, ip, sizeof ip);
         return schema_set_string(ld, ld->root, &cfg->upstream.server_name, ip);
     }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * The redirect's ports.
+ * ------------------------------------------------------------------------- */
+
+/* The default pair for the first listener of one kind: 0 with *n grown,
+ * 0 when there is none of that kind, or -1 with err. */
+static int default_redirect_port(const config_t *cfg, bool tls, uint32_t from, config_redirect_port_t *out,
+                                 size_t *n, char *err, size_t errlen)
+{
+    const char *kind = tls ? "TLS" : "plain";
+    for (size_t i = 0; i < cfg->n_listeners; i++) {
+        const config_listener_t *l = &cfg->listeners[i];
+        if (l->tls.enabled != tls)
+            continue;
+        uint32_t port = addr_port(&l->addr.ss);
+        const char *problem = port == 0                            ? "has port 0, which cannot be a redirect target"
+                              : port == from                       ? "is on the MCS port itself"
+                              : grammar_addr_is_loopback(&l->addr) ? "listens on loopback only, where redirected "
+                                                                     "connections do not arrive"
+                                                                   : NULL;
+        if (problem) {
+            snprintf(err, errlen,
+                     "%s: redirect: %u goes by default to the first %s listener, and listeners[%zu].address \"%s\" "
+                     "%s: the gate listens on ports of its own (such as %u on 0.0.0.0) while the MCS keeps %u; "
+                     "change the listener or set redirect.ports",
+                     cfg->path, (unsigned)from, kind, i, l->addr.text, problem, (unsigned)(from + 20), (unsigned)from);
+            return -1;
+        }
+        out[(*n)++] = (config_redirect_port_t){.from = from, .to = port};
+        return 0;
+    }
+    return 0;
+}
+
+int config_redirect_ports(const config_t *cfg, config_redirect_port_t out[CONFIG_MAX_REDIRECT_PORTS], size_t *n,
+                          char *err, size_t errlen)
+{
+    *n = 0;
+    if (cfg->redirect.n_ports) {
+        memcpy(out, cfg->redirect.ports, cfg->redirect.n_ports * sizeof *out);
+        *n = cfg->redirect.n_ports;
+        return 0;
+    }
+    if (default_redirect_port(cfg, true, CONFIG_MCS_TLS_PORT, out, n, err, errlen) < 0 ||
+        default_redirect_port(cfg, false, CONFIG_MCS_PLAIN_PORT, out, n, err, errlen) < 0)
+        return -1;
     return 0;
 }
 
@@ -533,6 +686,7 @@ void config_free(config_t *cfg)
     free(k->token_file);
     free(k->name);
     free(cfg->enforcement.file.path);
+    free(cfg->redirect.table);
     for (size_t i = 0; i < cfg->gate.n_prefixes; i++)
         free(cfg->gate.prefixes[i]);
     free(cfg->path);

@@ -6,6 +6,7 @@
 #include <openssl/ssl.h>
 
 #include "readers.h"
+#include "core/text.h"
 #include "core/version.h"
 
 int conf_read_workers(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
@@ -69,6 +70,19 @@ int conf_read_kube_name(loader_t *ld, const ynode_t *node, const field_t *f, voi
     if (!is_dns_subdomain(s))
         return schema_fail(ld, node, ld->path,
                            "invalid object name \"%s\": expected lowercase letters, digits, '-' and '.'", s);
+    return schema_set_string(ld, node, dst, s);
+}
+
+int conf_read_nft_table(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    const char *s = schema_string_text(ld, node);
+    if (!s)
+        return -1;
+    if (!text_is_identifier(s, CONFIG_REDIRECT_TABLE_MAX))
+        return schema_fail(ld, node, ld->path,
+                           "invalid nftables table name \"%s\": expected a letter or '_', then letters, digits "
+                           "and '_', at most %d", s, CONFIG_REDIRECT_TABLE_MAX);
     return schema_set_string(ld, node, dst, s);
 }
 

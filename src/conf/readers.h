@@ -15,6 +15,9 @@ int conf_read_rhel_version(loader_t *ld, const ynode_t *node, const field_t *f, 
  * server's URL ("" for in-cluster). */
 int conf_read_kube_name(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
 int conf_read_kube_server(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
+/* redirect.table: an nftables table name, as an identifier (see
+ * core/text.h: it is spliced into nft commands). */
+int conf_read_nft_table(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
 /* gate.prefixes into a config_gate_t: clean absolute paths. */
 int conf_read_prefixes(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
 /* OpenSSL lists, each name checked: TLS 1.2 ciphers, TLS 1.3 suites,

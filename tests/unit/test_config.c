@@ -801,3 +801,141 @@ Test(cmd_check, usage, .init = redirect_both)
     cr_expect_eq(cmd_check(1, missing), 2);
     cr_expect_eq(cmd_check(2, dangling), 2);
 }
+
+/* --- redirect: the node-local redirect's table and ports. */
+
+#define GATE_PORTS                                                     \
+    "listeners:\n"                                                     \
+    "  - address: \"0.0.0.0:22643\"\n"                                 \
+    "    tls: {certificate: c, key: k}\n"                              \
+    "  - address: \"0.0.0.0:22644\"\n"
+
+static size_t redirect_ports(const config_t *cfg, config_redirect_port_t *out)
+{
+    size_t n = 99;
+    err[0] = '\0';
+    cr_assert_eq(config_redirect_ports(cfg, out, &n, err, sizeof err), 0, "%s", err);
+    return n;
+}
+
+static void expect_redirect_error(const char *text, const char *expected)
+{
+    config_t *cfg = parse_ok(text);
+    config_redirect_port_t out[CONFIG_MAX_REDIRECT_PORTS];
+    size_t n = 99;
+    err[0] = '\0';
+    cr_expect_eq(config_redirect_ports(cfg, out, &n, err, sizeof err), -1, "accepted:\n%s", text);
+    cr_expect_str_eq(err, expected);
+    config_free(cfg);
+}
+
+Test(config_redirect, defaults_take_the_first_tls_and_plain_listener)
+{
+    config_t *cfg = parse_ok(GATE_PORTS);
+    cr_expect_str_eq(cfg->redirect.table, "skewgate");
+    cr_expect_eq(cfg->redirect.n_ports, 0);
+    config_redirect_port_t p[CONFIG_MAX_REDIRECT_PORTS];
+    cr_assert_eq(redirect_ports(cfg, p), 2);
+    cr_expect(p[0].from == 22623 && p[0].to == 22643);
+    cr_expect(p[1].from == 22624 && p[1].to == 22644);
+    config_free(cfg);
+    /* Plain first in the file: still 22623 -> TLS, 22624 -> plain; the
+     * first of each kind counts. */
+    cfg = parse_ok("listeners:\n  - address: \"0.0.0.0:8080\"\n  - address: \"[::]:8081\"\n"
+                   "  - address: \"10.0.0.1:8443\"\n    tls: {certificate: c, key: k}\n");
+    cr_assert_eq(redirect_ports(cfg, p), 2);
+    cr_expect(p[0].from == 22623 && p[0].to == 8443);
+    cr_expect(p[1].from == 22624 && p[1].to == 8080);
+    config_free(cfg);
+    /* Only a plain listener: only 22624. */
+    cfg = parse_ok("listeners:\n  - address: \"0.0.0.0:22644\"\n");
+    cr_assert_eq(redirect_ports(cfg, p), 1);
+    cr_expect(p[0].from == 22624 && p[0].to == 22644);
+    config_free(cfg);
+}
+
+Test(config_redirect, default_targets_must_be_fixed_non_loopback_ports_of_their_own)
+{
+    /* Port 0 and loopback listeners load (the gate runs fine); only the
+     * redirect refuses them, naming the listener. */
+    expect_redirect_error(MINIMAL,
+                          "t.yaml: redirect: 22624 goes by default to the first plain listener, and "
+                          "listeners[0].address \"127.0.0.1:0\" has port 0, which cannot be a redirect target: the "
+                          "gate listens on ports of its own (such as 22644 on 0.0.0.0) while the MCS keeps 22624; "
+                          "change the listener or set redirect.ports");
+    expect_redirect_error("listeners:\n  - address: \"0.0.0.0:22643\"\n    tls: {certificate: c, key: k}\n"
+                          "  - address: \"127.0.0.1:22644\"\n",
+                          "t.yaml: redirect: 22624 goes by default to the first plain listener, and "
+                          "listeners[1].address \"127.0.0.1:22644\" listens on loopback only, where redirected "
+                          "connections do not arrive: the gate listens on ports of its own (such as 22644 on "
+                          "0.0.0.0) while the MCS keeps 22624; change the listener or set redirect.ports");
+    expect_redirect_error("listeners:\n  - address: \"0.0.0.0:22623\"\n    tls: {certificate: c, key: k}\n",
+                          "t.yaml: redirect: 22623 goes by default to the first TLS listener, and "
+                          "listeners[0].address \"0.0.0.0:22623\" is on the MCS port itself: the gate listens on "
+                          "ports of its own (such as 22643 on 0.0.0.0) while the MCS keeps 22623; change the "
+                          "listener or set redirect.ports");
+}
+
+Test(config_redirect, explicit_table_and_ports)
+{
+    config_t *cfg = parse_ok(GATE_PORTS "redirect:\n  table: sg_1\n  ports:\n"
+                                        "    - {from: 22623, to: 22644}\n    - from: 443\n      to: 22643\n");
+    cr_expect_str_eq(cfg->redirect.table, "sg_1");
+    cr_assert_eq(cfg->redirect.n_ports, 2);
+    config_redirect_port_t p[CONFIG_MAX_REDIRECT_PORTS];
+    cr_assert_eq(redirect_ports(cfg, p), 2);
+    cr_expect(p[0].from == 22623 && p[0].to == 22644);
+    cr_expect(p[1].from == 443 && p[1].to == 22643);
+    config_free(cfg);
+    /* Written ports need no default: a port-0 listener beside them is fine. */
+    cfg = parse_ok("listeners:\n  - address: \"0.0.0.0:22643\"\n  - address: \"127.0.0.1:0\"\n    tls: {certificate: c, key: k}\n"
+                   "redirect: {ports: [{from: 22623, to: 22643}]}\n");
+    cr_expect_eq(redirect_ports(cfg, p), 1);
+    config_free(cfg);
+}
+
+Test(config_redirect, bad_tables_and_ports_are_refused_where_written)
+{
+    expect_error(GATE_PORTS "redirect: {table: \"a b\"}\n",
+                 "t.yaml:5:19: redirect.table: invalid nftables table name \"a b\": expected a letter or '_', then "
+                 "letters, digits and '_', at most 255");
+    expect_error(GATE_PORTS "redirect: {table: 9x}\n",
+                 "t.yaml:5:19: redirect.table: invalid nftables table name \"9x\": expected a letter or '_', then "
+                 "letters, digits and '_', at most 255");
+    expect_error(GATE_PORTS "redirect: {table: \"\"}\n",
+                 "t.yaml:5:19: redirect.table: invalid nftables table name \"\": expected a letter or '_', then "
+                 "letters, digits and '_', at most 255");
+    expect_error(GATE_PORTS "redirect: {tabel: x}\n", "t.yaml:5:12: redirect.tabel: unknown key; did you mean \"table\"?");
+    expect_error(GATE_PORTS "redirect: {ports: []}\n",
+                 "t.yaml:5:19: redirect.ports: at least one {from, to} pair (omit the key for the default ports)");
+    expect_error(GATE_PORTS "redirect: {ports: 22623}\n",
+                 "t.yaml:5:19: redirect.ports: expected a list of {from: PORT, to: PORT}, got a number");
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {to: 22643}\n",
+                 "t.yaml:7:7: redirect.ports[0]: missing required key \"from\"");
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 22623}\n",
+                 "t.yaml:7:7: redirect.ports[0]: missing required key \"to\"");
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 0, to: 22643}\n",
+                 "t.yaml:7:14: redirect.ports[0].from: must be greater than 0");
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 65536, to: 22643}\n",
+                 "t.yaml:7:14: redirect.ports[0].from: must be from 1 to 65535");
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 1, to: 22643, too: 2}\n",
+                 "t.yaml:7:28: redirect.ports[0].too: unknown key; did you mean \"to\"?");
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 22623, to: 22643}\n    - {from: 22623, to: 22644}\n",
+                 "t.yaml:8:14: redirect.ports[1].from: 22623 is already redirected by redirect.ports[0]");
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 22643, to: 22643}\n",
+                 "t.yaml:7:7: redirect.ports[0]: from and to are both 22643: a port redirected to itself");
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 22623, to: 22645}\n",
+                 "t.yaml:7:25: redirect.ports[0].to: 22645 is not the port of a listener (\"0.0.0.0:22643\", "
+                 "\"0.0.0.0:22644\")");
+    expect_error("listeners:\n  - address: \"0.0.0.0:0\"\nredirect: {ports: [{from: 22623, to: 22643}]}\n",
+                 "t.yaml:3:38: redirect.ports[0].to: 22643 is not the port of a listener (\"0.0.0.0:0\"; a "
+                 "listener on port 0 cannot be a redirect target)");
+    expect_error("listeners:\n  - address: \"127.0.0.1:22643\"\nredirect: {ports: [{from: 22623, to: 22643}]}\n",
+                 "t.yaml:3:38: redirect.ports[0].to: 22643 is the port of listeners[0].address \"127.0.0.1:22643\", "
+                 "which listens on loopback only: redirected connections arrive on the node's own address, so "
+                 "listen on 0.0.0.0 (or [::], or the node's address)");
+    char many[2048] = GATE_PORTS "redirect:\n  ports:\n";
+    for (int i = 0; i < CONFIG_MAX_REDIRECT_PORTS + 1; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "    - {from: %d, to: 22643}\n", 1000 + i);
+    expect_error(many, "t.yaml:23:7: redirect.ports: at most 16 pairs");
+}
