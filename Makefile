@@ -5,7 +5,7 @@
 #   make test         unit (Criterion) + integration tests
 #   make run          the local demo stack (see README)
 
-PKGS := libevent libevent_openssl libevent_pthreads openssl jansson yaml-0.1
+PKGS := libevent libevent_openssl libevent_pthreads openssl jansson yaml-0.1 libnftables
 
 ifeq ($(SAN),1)
 export SKEWGATE_SAN := 1

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential pkg-config libevent-dev libssl-dev libjansson-dev libyaml-dev
       libcriterion-dev nginx-light curl openssl ignition python3 python3-yaml procps
-      prometheus)
+      prometheus libnftables-dev nftables iproute2 systemd)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
