@@ -8,5 +8,12 @@ int cmd_check(int argc, char **argv);     /* 0 valid, 2 invalid */
 int cmd_run(int argc, char **argv);       /* 0 stopped cleanly, 1 failed, 2 bad config */
 int cmd_status(int argc, char **argv);    /* 0 admit, 3 reject, 1 gate unreachable */
 int cmd_override(int argc, char **argv);  /* 0 done, 1 gate unreachable, 2 bad usage */
+/* install|remove|status: 0 done (status: installed as configured), 1 absent,
+ * differs or failed, 2 bad usage or config */
+int cmd_redirect(int argc, char **argv);
+
+/* The configuration a host service reads (deploy/systemd), for the
+ * subcommands that default to it. */
+#define CLI_DEFAULT_CONFIG "/etc/skewgate/skewgate.yaml"
 
 #endif

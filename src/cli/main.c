@@ -17,6 +17,7 @@ static const struct subcommand subcommands[] = {
     {"verdict", cmd_verdict, "evaluate a MachineConfiguration and print the verdict"},
     {"status", cmd_status, "ask a running gate for its verdict"},
     {"override", cmd_override, "set or clear a running gate's local override"},
+    {"redirect", cmd_redirect, "install, remove or check the node-local nftables redirect"},
 };
 
 static void usage(FILE *out)
