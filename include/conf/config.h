@@ -63,7 +63,7 @@ typedef struct config_listener {
 } config_listener_t;
 
 typedef struct config_upstream {
-    config_addr_t addr;
+    config_addr_t addr;         /* default 127.0.0.1:22624: the MCS's plain port on this node */
     bool tls;                   /* default false */
     char *ca_file;              /* verify the MCS with this CA (tls only) */
     char *server_name;          /* SNI and verified name; default: the IP of addr ("127.0.0.1",

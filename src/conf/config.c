@@ -280,7 +280,7 @@ static const schema_t root_schema = SCHEMA(root_fields);
 
 static int set_defaults(loader_t *ld, config_t *cfg)
 {
-    config_parse_addr("127.0.0.1:22633", &cfg->upstream.addr);
+    config_parse_addr("127.0.0.1:22624", &cfg->upstream.addr);   /* the MCS's plain port, on loopback */
     cfg->upstream.connect_timeout_ms = 5000;
     cfg->upstream.response_timeout_ms = 60000;
     cfg->upstream.idle_timeout_ms = 60000;

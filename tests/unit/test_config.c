@@ -51,7 +51,7 @@ Test(config, defaults_when_keys_absent)
     cr_expect_geq(cfg->workers, 1);
     cr_expect_eq(cfg->n_listeners, 1);
     cr_expect_not(cfg->listeners[0].tls.enabled);
-    cr_expect_str_eq(cfg->upstream.addr.text, "127.0.0.1:22633");
+    cr_expect_str_eq(cfg->upstream.addr.text, "127.0.0.1:22624");
     cr_expect_not(cfg->upstream.tls);
     cr_expect_null(cfg->upstream.ca_file);
     cr_expect_str_eq(cfg->upstream.server_name, "127.0.0.1");
@@ -122,7 +122,8 @@ Test(config, reference_config_loads_with_documented_values)
     cr_expect_eq(tls->min_version, TLS1_2_VERSION);
     cr_expect(tls->session_tickets);
     cr_expect_not(cfg->listeners[1].tls.enabled);
-    cr_expect_str_eq(cfg->listeners[1].addr.text, "0.0.0.0:22624");
+    cr_expect_str_eq(cfg->listeners[0].addr.text, "0.0.0.0:22643");
+    cr_expect_str_eq(cfg->listeners[1].addr.text, "0.0.0.0:22644");
     cr_expect_eq(cfg->gate.reject_mode, REJECT_HOLD);
     cr_expect_eq(cfg->enforcement.source, SOURCE_KIND_KUBERNETES);
     config_free(cfg);
@@ -325,9 +326,9 @@ Test(config, overlapping_listeners_are_refused)
 Test(config, upstream_or_admin_that_is_a_listener_is_refused)
 {
     /* The default upstream is blamed on the listener, the only node written. */
-    expect_error("listeners:\n  - address: \"0.0.0.0:22633\"\n",
-                 "t.yaml:2:14: upstream.address \"127.0.0.1:22633\" and listeners[0].address "
-                 "\"0.0.0.0:22633\" overlap: requests would loop");
+    expect_error("listeners:\n  - address: \"0.0.0.0:22624\"\n",
+                 "t.yaml:2:14: upstream.address \"127.0.0.1:22624\" and listeners[0].address "
+                 "\"0.0.0.0:22624\" overlap: requests would loop");
     expect_error("listeners:\n  - address: \"127.0.0.1:9000\"\nadmin: {address: \"127.0.0.1:9000\"}\n",
                  "t.yaml:3:18: admin.address \"127.0.0.1:9000\" and listeners[0].address "
                  "\"127.0.0.1:9000\" overlap: they cannot share a port");
@@ -938,4 +939,24 @@ Test(config_redirect, bad_tables_and_ports_are_refused_where_written)
     for (int i = 0; i < CONFIG_MAX_REDIRECT_PORTS + 1; i++)
         snprintf(many + strlen(many), sizeof many - strlen(many), "    - {from: %d, to: 22643}\n", 1000 + i);
     expect_error(many, "t.yaml:23:7: redirect.ports: at most 16 pairs");
+}
+
+/* The reference file writes the ports out; they must be what its
+ * listeners give by default, as its comment says. */
+Test(config_redirect, reference_config_states_the_default_ports)
+{
+    config_t *ref = config_load(SRCDIR "/conf/skewgate.yaml", err, sizeof err);
+    cr_assert_not_null(ref, "%s", err);
+    config_t *def = parse_ok(MINIMAL);
+    cr_expect_str_eq(ref->redirect.table, def->redirect.table);
+    config_redirect_port_t written[CONFIG_MAX_REDIRECT_PORTS], derived[CONFIG_MAX_REDIRECT_PORTS];
+    size_t n = redirect_ports(ref, written);
+    cr_assert_eq(n, 2);
+    ref->redirect.n_ports = 0;
+    cr_assert_eq(redirect_ports(ref, derived), n);
+    cr_expect_eq(memcmp(written, derived, n * sizeof *written), 0);
+    cr_expect(written[0].from == 22623 && written[0].to == 22643);
+    cr_expect(written[1].from == 22624 && written[1].to == 22644);
+    config_free(ref);
+    config_free(def);
 }
