@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# mkcert.sh DIR [ecdsa|rsa]: throwaway TLS material for the demo, the tests
-# and the benchmarks. Writes into DIR:
+# mkcert.sh DIR [ecdsa|rsa] [SAN...]: throwaway TLS material for the demo,
+# the tests and the benchmarks. Writes into DIR:
 #   ca.crt ca.key    a self-signed CA
 #   tls.crt tls.key  a server leaf signed by it (leaf only, no chain), SAN
-#                    IP:127.0.0.1, IP:::1, DNS:localhost
+#                    IP:127.0.0.1, IP:::1, DNS:localhost, and each extra SAN
+#                    given (IP:10.231.7.1, DNS:api-int.example), e.g. the
+#                    address of a test's network namespace
 # Keys are ECDSA P-256 (default) or RSA-2048; certificates last 30 days.
-# Idempotent: existing material of the requested key type that verifies and
-# is valid for at least another day is left alone. Silent unless it fails.
+# Idempotent: existing material of the requested key type that verifies,
+# names every requested SAN and is valid for at least another day is left
+# alone. Silent unless it fails.
 set -euo pipefail
 
-usage() { echo "usage: $0 DIR [ecdsa|rsa]" >&2; exit 2; }
-[ $# -ge 1 ] && [ $# -le 2 ] || usage
+usage() { echo "usage: $0 DIR [ecdsa|rsa] [IP:ADDRESS|DNS:NAME...]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
 dir=$1
 kind=${2:-ecdsa}
+extra_sans=("${@:3}")
+for san in "${extra_sans[@]}"; do
+  [[ $san =~ ^(IP:[0-9A-Fa-f.:]+|DNS:[A-Za-z0-9.-]+)$ ]] || { echo "mkcert: bad SAN '$san'" >&2; usage; }
+done
 case $kind in
   ecdsa) newkey=(-newkey ec -pkeyopt ec_paramgen_curve:P-256)
          key_alg=id-ecPublicKey
@@ -34,6 +41,11 @@ current() {
   openssl x509 -in "$dir/ca.crt" -noout -checkend 86400 >/dev/null 2>&1 || return 1
   openssl x509 -in "$dir/tls.crt" -noout -checkend 86400 >/dev/null 2>&1 || return 1
   openssl verify -CAfile "$dir/ca.crt" "$dir/tls.crt" >/dev/null 2>&1 || return 1
+  local sans san
+  sans=$(openssl x509 -in "$dir/tls.crt" -noout -ext subjectAltName 2>/dev/null | tr -d ' ' | tr ',' '\n')
+  for san in "${extra_sans[@]}"; do
+    grep -qxF "${san/#IP:/IPAddress:}" <<<"$sans" || return 1
+  done
   # A leaf whose key was replaced behind our back would still verify.
   [ "$(openssl x509 -in "$dir/tls.crt" -noout -pubkey 2>/dev/null)" = \
     "$(openssl pkey -in "$dir/tls.key" -pubout 2>/dev/null)" ]
@@ -62,7 +74,7 @@ subjectKeyIdentifier = hash
 basicConstraints = critical,CA:FALSE
 keyUsage = critical,$leaf_usage
 extendedKeyUsage = serverAuth
-subjectAltName = IP:127.0.0.1,IP:::1,DNS:localhost
+subjectAltName = IP:127.0.0.1,IP:::1,DNS:localhost${extra_sans[*]:+,$(IFS=,; echo "${extra_sans[*]}")}
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid
 EOF
