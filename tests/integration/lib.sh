@@ -8,6 +8,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TMP=$(mktemp -d /tmp/skewgate-test.XXXXXX)
 chmod 755 "$TMP"
 PIDS=()
+# Commands run at exit once the processes are gone (e.g. deleting a
+# network namespace), each evaluated whatever happened before.
+CLEANUPS=()
 
 # proc_gone PID: exited (a zombie counts: it is ours to reap).
 proc_gone() {
@@ -28,6 +31,7 @@ cleanup() {
   gate_stop
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  for p in "${CLEANUPS[@]}"; do eval "$p" || true; done
   # A sanitizer build reports leaks and errors at exit, into the gate's log.
   if [ -n "${GATE_LOG:-}" ] && grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:|WARNING: ThreadSanitizer' "$GATE_LOG"; then
     echo "FAIL: sanitizer report from skewgate:" >&2
@@ -58,9 +62,10 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-# certs: CA and server certificate for 127.0.0.1/localhost in $TMP/pki.
+# certs [ecdsa|rsa [SAN...]]: CA and server certificate for 127.0.0.1/localhost
+# (and the extra SANs, IP:ADDR or DNS:NAME) in $TMP/pki.
 certs() {
-  "$ROOT/tools/mkcert.sh" "$TMP/pki" "${1:-ecdsa}"
+  "$ROOT/tools/mkcert.sh" "$TMP/pki" "${1:-ecdsa}" "${@:2}"
   CA="$TMP/pki/ca.crt"
 }
 
@@ -111,12 +116,14 @@ $extra
 YAML
 }
 
-# gate_start CONFIG: runs skewgate, waits for both listeners; sets GATE_PID,
-# GATE_LOG, TLS_PORT, PLAIN_PORT.
+# gate_start CONFIG: runs skewgate (in the network namespace GATE_NETNS if
+# set), waits for both listeners; sets GATE_PID, GATE_LOG, TLS_PORT, PLAIN_PORT.
 gate_start() {
+  local in_ns=()
+  [ -z "${GATE_NETNS:-}" ] || in_ns=(ip netns exec "$GATE_NETNS")   # which execs: the PID is the gate's
   GATE_LOG="$TMP/gate.log"
   : >"$GATE_LOG"
-  "$SKEWGATE_BIN" run -c "$1" 2>>"$GATE_LOG" &
+  "${in_ns[@]}" "$SKEWGATE_BIN" run -c "$1" 2>>"$GATE_LOG" &
   GATE_PID=$!
   PIDS+=($GATE_PID)
   wait_until 10 gate_listening || { cat "$GATE_LOG" >&2; fail "skewgate did not start"; }
@@ -164,22 +171,24 @@ FIXTURES="$ROOT/tests/fixtures/machineconfiguration"
 set_object() { cp "$FIXTURES/$1" "$2.tmp" && mv "$2.tmp" "$2"; }
 
 # ign_run NAME: Debian's Ignition (fetch stage) against the gate's TLS
-# listener for /config/worker, bounded by IGN_TIMEOUT (30 s); its output is
-# in $TMP/NAME/out, the config it fetched in $TMP/NAME/cache.json.
+# listener for /config/worker (or IGN_URL), in the network namespace
+# IGN_NETNS if set, bounded by IGN_TIMEOUT (30 s); its output is in
+# $TMP/NAME/out, the config it fetched in $TMP/NAME/cache.json.
 IGNITION=/usr/lib/dracut/modules.d/30ignition/ignition
 ign_run() {
-  local dir="$TMP/$1"
+  local dir="$TMP/$1" in_ns=()
+  [ -z "${IGN_NETNS:-}" ] || in_ns=(ip netns exec "$IGN_NETNS")
   mkdir -p "$dir"
-  python3 - "$dir/pointer.ign" "$TLS_PORT" "$CA" <<'PY'
+  python3 - "$dir/pointer.ign" "${IGN_URL:-https://127.0.0.1:$TLS_PORT/config/worker}" "$CA" <<'PY'
 import base64, json, sys
-path, port, ca = sys.argv[1], sys.argv[2], sys.argv[3]
+path, url, ca = sys.argv[1], sys.argv[2], sys.argv[3]
 ca64 = base64.b64encode(open(ca, "rb").read()).decode()
 json.dump({"ignition": {"version": "3.3.0",
-           "config": {"merge": [{"source": "https://127.0.0.1:%s/config/worker" % port}]},
+           "config": {"merge": [{"source": url}]},
            "security": {"tls": {"certificateAuthorities": [{"source": "data:;base64," + ca64}]}}}},
           open(path, "w"))
 PY
-  IGNITION_CONFIG_FILE="$dir/pointer.ign" timeout "${IGN_TIMEOUT:-30}" "$IGNITION" --platform file --stage fetch \
+  IGNITION_CONFIG_FILE="$dir/pointer.ign" timeout "${IGN_TIMEOUT:-30}" "${in_ns[@]}" "$IGNITION" --platform file --stage fetch \
     --log-to-stdout --config-cache "$dir/cache.json" --state-file "$dir/state" --neednet "$dir/neednet" \
     >"$dir/out" 2>&1
 }
