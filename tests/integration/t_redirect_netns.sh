@@ -123,7 +123,7 @@ redirect() {
   local rc=0
   in_master "$SKEWGATE_BIN" redirect "$1" -c "${2:-$TMP/gate.yaml}" >"$TMP/redirect.out" 2>"$TMP/redirect.err" || rc=$?
   echo "redirect $1 -> $rc: $(cat "$TMP/redirect.out" "$TMP/redirect.err")"
-  if grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:' "$TMP/redirect.err"; then
+  if grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:|WARNING: ThreadSanitizer' "$TMP/redirect.err"; then
     cat "$TMP/redirect.err" >&2
     fail "sanitizer report from skewgate redirect $1"
   fi
