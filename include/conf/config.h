@@ -122,6 +122,15 @@ typedef struct config_admin {
     config_addr_t addr;         /* default 127.0.0.1:22625; loopback only (127.0.0.0/8, ::1) */
 } config_admin_t;
 
+/* A second, read-only listener: GET /metrics (what the admin API's
+ * /metrics serves) and /healthz, nothing that changes anything, so it may
+ * bind a node address for the cluster's monitoring. */
+typedef struct config_metrics {
+    bool enabled;               /* default false */
+    config_addr_t addr;         /* default 127.0.0.1:22646; any IP, wildcard included; not a listener,
+                                   the admin address or the upstream */
+} config_metrics_t;
+
 
 typedef struct config_log {
     log_level_t level;          /* default info */
@@ -139,6 +148,7 @@ typedef struct config {
     config_gate_t gate;
     config_limits_t limits;
     config_admin_t admin;
+    config_metrics_t metrics;
     config_log_t log;
 } config_t;
 

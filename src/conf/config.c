@@ -49,6 +49,9 @@ static const range_t queue_count = {0, 1000000};
 static const addr_rules_t listen_rules = {.port_zero = true, .wildcard = true};
 static const addr_rules_t upstream_rules = {0};
 static const addr_rules_t admin_rules = {.port_zero = true, .loopback_only = true};
+/* Read-only, so a node address or a wildcard is fine (the cluster's
+ * monitoring scrapes it, or a proxy in front of it on loopback does). */
+static const addr_rules_t metrics_rules = {.port_zero = true, .wildcard = true};
 
 static const enum_value_t tls_versions[] = {
     {"TLSv1.2", TLS1_2_VERSION}, {"TLSv1.3", TLS1_3_VERSION}, {NULL, 0}};
@@ -212,6 +215,12 @@ static const field_t admin_fields[] = {
 };
 static const schema_t admin_schema = SCHEMA(admin_fields);
 
+static const field_t metrics_fields[] = {
+    {"enabled", schema_read_bool, offsetof(config_metrics_t, enabled), NULL},
+    {"address", schema_read_addr, offsetof(config_metrics_t, addr), &metrics_rules},
+};
+static const schema_t metrics_schema = SCHEMA(metrics_fields);
+
 static const field_t log_fields[] = {
     {"level", schema_read_enum, offsetof(config_log_t, level), log_levels},
     {"access", schema_read_bool, offsetof(config_log_t, access), NULL},
@@ -228,6 +237,7 @@ static const field_t root_fields[] = {
     {"enforcement", schema_read_submap, CONFIG_FIELD(enforcement), &enforcement_schema},
     {"limits", schema_read_submap, CONFIG_FIELD(limits), &limits_schema},
     {"admin", schema_read_submap, CONFIG_FIELD(admin), &admin_schema},
+    {"metrics", schema_read_submap, CONFIG_FIELD(metrics), &metrics_schema},
     {"log", schema_read_submap, CONFIG_FIELD(log), &log_schema},
 };
 static const schema_t root_schema = SCHEMA(root_fields);
@@ -270,6 +280,8 @@ static int set_defaults(loader_t *ld, config_t *cfg)
 
     cfg->admin.enabled = true;
     config_parse_addr("127.0.0.1:22625", &cfg->admin.addr);
+    cfg->metrics.enabled = false;
+    config_parse_addr("127.0.0.1:22646", &cfg->metrics.addr);
     cfg->log = (config_log_t){.level = LOG_INFO, .access = true};
 
     cfg->gate.n_prefixes = 1;
@@ -342,18 +354,30 @@ static int validate_upstream_tls(loader_t *ld)
     return 0;
 }
 
+/* Two addresses of the gate's own (a is at path_a, b at path_b) must not
+ * overlap. Blames a if it was written, else b (a default is nowhere). */
+static int validate_apart(loader_t *ld, const config_addr_t *a, const char *path_a, const config_addr_t *b,
+                          const char *path_b)
+{
+    if (!grammar_addrs_overlap(a, b))
+        return 0;
+    const char *blamed = schema_node_at(ld, path_a) ? path_a : path_b;
+    return schema_fail(ld, schema_nearest_node(ld, blamed), "", "%s \"%s\" and %s \"%s\" overlap", path_a,
+                       a->text, path_b, b->text);
+}
+
 static int validate_upstream(loader_t *ld)
 {
     const config_t *cfg = ld->cfg;
     if (validate_upstream_tls(ld) < 0 ||
         validate_not_a_listener(ld, &cfg->upstream.addr, "upstream.address", "requests would loop") < 0)
         return -1;
-    if (cfg->admin.enabled && grammar_addrs_overlap(&cfg->upstream.addr, &cfg->admin.addr)) {
-        const char *blamed = schema_node_at(ld, "upstream.address") ? "upstream.address" : "admin.address";
-        return schema_fail(ld, schema_nearest_node(ld, blamed), "",
-                           "upstream.address \"%s\" and admin.address \"%s\" overlap",
-                           cfg->upstream.addr.text, cfg->admin.addr.text);
-    }
+    if (cfg->admin.enabled &&
+        validate_apart(ld, &cfg->upstream.addr, "upstream.address", &cfg->admin.addr, "admin.address") < 0)
+        return -1;
+    if (cfg->metrics.enabled &&
+        validate_apart(ld, &cfg->upstream.addr, "upstream.address", &cfg->metrics.addr, "metrics.address") < 0)
+        return -1;
     return 0;
 }
 
@@ -362,6 +386,21 @@ static int validate_admin(loader_t *ld)
     if (!ld->cfg->admin.enabled)
         return 0;
     return validate_not_a_listener(ld, &ld->cfg->admin.addr, "admin.address", "they cannot share a port");
+}
+
+/* The metrics listener is bound beside the admin API and the listeners:
+ * it shares a port with none of them. */
+static int validate_metrics(loader_t *ld)
+{
+    const config_t *cfg = ld->cfg;
+    if (!cfg->metrics.enabled)
+        return 0;
+    if (validate_not_a_listener(ld, &cfg->metrics.addr, "metrics.address", "they cannot share a port") < 0)
+        return -1;
+    if (cfg->admin.enabled &&
+        validate_apart(ld, &cfg->metrics.addr, "metrics.address", &cfg->admin.addr, "admin.address") < 0)
+        return -1;
+    return 0;
 }
 
 static int validate_enforcement(loader_t *ld)
@@ -384,7 +423,7 @@ static int validate_limits(loader_t *ld)
 }
 
 static int (*const validators[])(loader_t *) = {
-    validate_listeners, validate_upstream, validate_admin, validate_enforcement, validate_limits,
+    validate_listeners, validate_upstream, validate_admin, validate_metrics, validate_enforcement, validate_limits,
 };
 
 /* CPUs this process may run on (cpusets, taskset), not all online ones. */
