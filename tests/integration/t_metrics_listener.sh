@@ -74,7 +74,8 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 for _ in 1 2 3; do [ "$(code "http://127.0.0.1:$PLAIN_PORT/config/worker")" = 200 ] || fail "admit"; done
 metric() { curl -sf "$1/metrics" | awk -v k="$2" '$1 == k {v = $2} END {printf "%.0f\n", v}'; }
 admitted='skewgate_requests_total{pool="worker",decision="admit",code="200"}'
-wait_until 5 test "$(metric "$METRICS" "$admitted")" -ge 3 || fail "admits not counted: $(curl -s "$METRICS/metrics" | grep requests_total)"
+metric_at_least() { [ "$(metric "$METRICS" "$1")" -ge "$2" ]; }
+wait_until 5 metric_at_least "$admitted" 3 || fail "admits not counted: $(curl -s "$METRICS/metrics" | grep requests_total)"
 
 note "the same exposition as the admin API's, and promtool accepts it"
 curl -sf "$METRICS/metrics" -D "$TMP/metrics.head" -o "$TMP/metrics.txt" || fail "GET /metrics"
