@@ -6,9 +6,9 @@
 #   tls-sync.sh once    sync now; exit 0 if the files are in place
 #
 # A sync reads the secret $SECRET_NAME in $SECRET_NAMESPACE with
-# `oc extract` (tls.crt and tls.key into a new directory under $TLS_DIR),
-# and, when either file differs from what $TLS_DIR/current holds, swaps the
-# symlink $TLS_DIR/current to the new directory in one rename (the gate
+# `oc extract` (tls.crt and tls.key into $TLS_DIR/.fetch-N), and, when
+# either file differs from what $TLS_DIR/current holds, renames it gen-N
+# and swaps the symlink $TLS_DIR/current to it in one rename (the gate
 # never reads a new certificate with an old key) and sends SIGHUP to the
 # gate: the process named skewgate whose command line is `run` with
 # $GATE_CONFIG (the pod shares one process namespace; same UID). The gate
@@ -48,23 +48,26 @@ same_file() { [ -f "$1" ] && [ -f "$2" ] && [ "$(<"$1")" = "$(<"$2")" ]; }
 # One sync. 0: the files are in place (new, changed or not); 1: they are
 # not (the first read failed).
 sync_once() {
-  local gen old pid
-  gen="$dir/gen-$(date +%s%N)"
-  if ! mkdir -m 0700 "$gen" ||
-     ! "$OC" extract -n "$ns" "secret/$name" --keys=tls.crt,tls.key --to="$gen" >/dev/null ||
-     [ ! -s "$gen/tls.crt" ] || [ ! -s "$gen/tls.key" ]; then
-    rm -rf "$gen"
+  local n fetch gen old pid
+  n=$(date +%s%N)
+  fetch="$dir/.fetch-$n"
+  gen="$dir/gen-$n"
+  if ! mkdir -m 0700 "$fetch" ||
+     ! "$OC" extract -n "$ns" "secret/$name" --keys=tls.crt,tls.key --to="$fetch" >/dev/null ||
+     [ ! -s "$fetch/tls.crt" ] || [ ! -s "$fetch/tls.key" ]; then
+    rm -rf "$fetch"
     log read_failed "could not read secret $ns/$name; keeping the current certificate"
     [ -e "$dir/current/tls.key" ]
     return
   fi
-  if same_file "$gen/tls.crt" "$dir/current/tls.crt" && same_file "$gen/tls.key" "$dir/current/tls.key"; then
-    rm -rf "$gen"
+  if same_file "$fetch/tls.crt" "$dir/current/tls.crt" && same_file "$fetch/tls.key" "$dir/current/tls.key"; then
+    rm -rf "$fetch"
     return 0
   fi
   old=$(readlink "$dir/current" 2>/dev/null || true)
-  if ! ln -sfn "${gen##*/}" "$dir/current.new" || ! mv -T "$dir/current.new" "$dir/current"; then
-    rm -rf "$gen" "$dir/current.new"
+  if ! mv -T "$fetch" "$gen" || ! ln -sfn "${gen##*/}" "$dir/current.new" ||
+     ! mv -T "$dir/current.new" "$dir/current"; then
+    rm -rf "$fetch" "$gen" "$dir/current.new"
     log swap_failed "could not update $dir/current; keeping the current certificate"
     [ -e "$dir/current/tls.key" ]
     return
