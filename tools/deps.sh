@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential pkg-config libevent-dev libssl-dev libjansson-dev libyaml-dev
       libcriterion-dev nginx-light curl openssl ignition python3 python3-yaml procps
-      prometheus libnftables-dev nftables iproute2 systemd)
+      prometheus libnftables-dev nftables iproute2 systemd
+      kubectl)   # preinstalled on the project's machines (Google Cloud SDK repository, not Debian): t_deploy_*, t_fakeapi_*
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -128,6 +128,15 @@ typedef struct config_admin {
     config_addr_t addr;         /* default 127.0.0.1:22625; loopback only (127.0.0.0/8, ::1) */
 } config_admin_t;
 
+/* A second, read-only listener: GET /metrics (what the admin API's
+ * /metrics serves) and /healthz, nothing that changes anything, so it may
+ * bind a node address for the cluster's monitoring. */
+typedef struct config_metrics {
+    bool enabled;               /* default false */
+    config_addr_t addr;         /* default 127.0.0.1:22646; any IP, wildcard included; not a listener,
+                                   the admin address or the upstream */
+} config_metrics_t;
+
 
 /* The node-local redirect (`skewgate redirect`, DESIGN 1.1): connections
  * from other hosts to the MCS's ports are redirected to the gate's
@@ -160,6 +169,7 @@ typedef struct config {
     config_limits_t limits;
     config_admin_t admin;
     config_redirect_t redirect;
+    config_metrics_t metrics;
     config_log_t log;
 } config_t;
 

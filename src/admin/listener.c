@@ -1,74 +1,44 @@
-#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
 #include "admin/listener.h"
 #include "core/log.h"
-#include "core/addr.h"
-
-/* Requests to a loopback listener are tiny; anything bigger is a mistake. */
-#define ADMIN_MAX_BODY 1024
-#define ADMIN_MAX_HEADERS 8192
-#define ADMIN_TIMEOUT_S 10
+#include "scrape.h"
+#include "serve.h"
 
 struct admin {
-    struct evhttp *http;
+    serve_t *serve;
     verdict_ctl_t *ctl;
-    const metrics_worker_t **workers;
-    size_t n_workers;
+    scrape_t scrape;
 };
-
-static void admin_reply(struct evhttp_request *req, int code, const char *reason, const char *type,
-                        const char *body, size_t len)
-{
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
-    evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
-    evhttp_send_reply(req, code, reason, NULL);
-}
-
-static void admin_text(struct evhttp_request *req, int code, const char *reason, const char *line)
-{
-    char body[512];
-    int n = snprintf(body, sizeof body, "%s\n", line);
-    admin_reply(req, code, reason, "text/plain; charset=utf-8", body,
-                n < (int)sizeof body ? (size_t)n : sizeof body - 1);
-}
 
 static void admin_json(struct evhttp_request *req, json_t *j)
 {
     char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
     json_decref(j);
     if (!text) {
-        admin_text(req, 500, "Internal Server Error", "out of memory");
+        serve_text(req, 500, "Internal Server Error", "out of memory");
         return;
     }
     size_t len = strlen(text);
     text[len] = '\n';   /* json_dumps's NUL becomes the final newline */
-    admin_reply(req, 200, "OK", "application/json", text, len + 1);
+    serve_reply(req, 200, "OK", "application/json", text, len + 1);
     free(text);
 }
 
-static void admin_healthz(admin_t *a, struct evhttp_request *req)
+static void admin_readyz(void *arg, struct evhttp_request *req)
 {
-    (void)a;
-    admin_text(req, 200, "OK", "ok");
-}
-
-static void admin_readyz(admin_t *a, struct evhttp_request *req)
-{
+    const admin_t *a = arg;
     const char *why;
     if (verdict_ctl_ready(a->ctl, &why))
-        admin_text(req, 200, "OK", "ok");
+        serve_text(req, 200, "OK", "ok");
     else
-        admin_text(req, 503, "Service Unavailable", why);
+        serve_text(req, 503, "Service Unavailable", why);
 }
 
 /* The verdict, which source decided it and when that source last
@@ -95,27 +65,15 @@ static json_t *admin_verdict_json(const admin_t *a)
     return j;
 }
 
-static void admin_verdict(admin_t *a, struct evhttp_request *req)
+static void admin_verdict(void *arg, struct evhttp_request *req)
 {
-    admin_json(req, admin_verdict_json(a));
+    admin_json(req, admin_verdict_json(arg));
 }
 
-static void admin_metrics(admin_t *a, struct evhttp_request *req)
+static void admin_metrics(void *arg, struct evhttp_request *req)
 {
-    const source_t *src = verdict_ctl_source(a->ctl);
-    metrics_gate_t g = {
-        .verdict = verdict_ctl_current(a->ctl),
-        .source_last_sync = src ? source_last_sync(src) : 0,
-        .source_reconnects = src ? source_reconnects(src) : 0,
-    };
-    size_t len;
-    char *text = metrics_render(a->workers, a->n_workers, &g, &len);
-    if (!text) {
-        admin_text(req, 500, "Internal Server Error", "out of memory");
-        return;
-    }
-    admin_reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", text, len);
-    free(text);
+    admin_t *a = arg;
+    scrape_metrics(&a->scrape, req);
 }
 
 /* action and for= of the override form as an override; NULL or what is wrong. */
@@ -149,8 +107,8 @@ static const char *admin_override_of(const char *action, const char *dur, verdic
 static int admin_parse_override(struct evhttp_request *req, verdict_override_t *o, const char **why)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    char body[ADMIN_MAX_BODY + 1];
-    int n = evbuffer_remove(in, body, ADMIN_MAX_BODY);
+    char body[SERVE_MAX_BODY + 1];
+    int n = evbuffer_remove(in, body, SERVE_MAX_BODY);
     body[n > 0 ? n : 0] = '\0';
     const char *form = n > 0 ? body : evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
     /* evhttp_parse_query_str initialises kv, and empties it on failure. */
@@ -175,12 +133,13 @@ static int admin_parse_override(struct evhttp_request *req, verdict_override_t *
     return *why ? -1 : 0;
 }
 
-static void admin_override(admin_t *a, struct evhttp_request *req)
+static void admin_override(void *arg, struct evhttp_request *req)
 {
+    admin_t *a = arg;
     verdict_override_t o;
     const char *why;
     if (admin_parse_override(req, &o, &why) < 0) {
-        admin_text(req, 400, "Bad Request", why);
+        serve_text(req, 400, "Bad Request", why);
         return;
     }
     verdict_ctl_set_override(a->ctl, &o);
@@ -190,88 +149,30 @@ static void admin_override(admin_t *a, struct evhttp_request *req)
     admin_json(req, admin_verdict_json(a));
 }
 
-static const struct admin_route {
-    const char *path;
-    unsigned methods;
-    const char *allow;
-    void (*handle)(admin_t *a, struct evhttp_request *req);
-} admin_routes[] = {
-    {"/healthz", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_healthz},
+static const serve_route_t admin_route_table[] = {
+    {"/healthz", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", serve_healthz},
     {"/readyz", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_readyz},
     {"/verdict", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_verdict},
     {"/metrics", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_metrics},
     {"/override", EVHTTP_REQ_POST, "POST", admin_override},
 };
-
-static void admin_on_request(struct evhttp_request *req, void *arg)
-{
-    const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-    for (size_t i = 0; path && i < sizeof admin_routes / sizeof admin_routes[0]; i++) {
-        const struct admin_route *r = &admin_routes[i];
-        if (strcmp(path, r->path))
-            continue;
-        if (!(evhttp_request_get_command(req) & r->methods)) {
-            evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", r->allow);
-            admin_text(req, 405, "Method Not Allowed", "method not allowed");
-            return;
-        }
-        r->handle(arg, req);
-        return;
-    }
-    admin_text(req, 404, "Not Found", "not found: /healthz /readyz /verdict /metrics /override");
-}
-
-static int admin_listen(const config_admin_t *cfg, char *err, size_t errlen)
-{
-    int fd = socket(cfg->addr.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(fd, (const struct sockaddr *)&cfg->addr.ss, cfg->addr.len) < 0 || listen(fd, 64) < 0) {
-        snprintf(err, errlen, "admin listener %s: %s", cfg->addr.text, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    char host[ADDR_IP_TEXT_LEN] = "?";
-    unsigned port = 0;
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
-        addr_ip_text(&ss, host, sizeof host);
-        port = addr_port(&ss);
-    }
-    log_json(LOG_INFO, "admin_listening", json_pack("{s:s, s:i}", "host", host, "port", (int)port));
-    return fd;
-}
+static const serve_routes_t admin_routes = {
+    admin_route_table, sizeof admin_route_table / sizeof admin_route_table[0],
+    "not found: /healthz /readyz /verdict /metrics /override",
+};
 
 admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict_ctl_t *ctl,
                      const metrics_worker_t *const *workers, size_t n_workers, char *err, size_t errlen)
 {
     admin_t *a = calloc(1, sizeof *a);
-    if (a)
-        a->workers = malloc(n_workers * sizeof *a->workers);
-    if (a && a->workers)
-        a->http = evhttp_new(base);
-    if (!a || !a->workers || !a->http) {
+    if (!a || scrape_init(&a->scrape, ctl, workers, n_workers) < 0) {
         snprintf(err, errlen, "admin listener: out of memory");
         admin_free(a);
         return NULL;
     }
-    memcpy(a->workers, workers, n_workers * sizeof *a->workers);
-    a->n_workers = n_workers;
     a->ctl = ctl;
-    /* Every method reaches admin_on_request, which answers 405 itself. */
-    evhttp_set_allowed_methods(a->http, 0x1ff);
-    evhttp_set_max_body_size(a->http, ADMIN_MAX_BODY);
-    evhttp_set_max_headers_size(a->http, ADMIN_MAX_HEADERS);
-    evhttp_set_timeout(a->http, ADMIN_TIMEOUT_S);
-    evhttp_set_gencb(a->http, admin_on_request, a);
-    int fd = admin_listen(cfg, err, errlen);
-    if (fd < 0 || !evhttp_accept_socket_with_handle(a->http, fd)) {
-        if (fd >= 0) {
-            close(fd);
-            snprintf(err, errlen, "admin listener %s: cannot serve", cfg->addr.text);
-        }
+    a->serve = serve_start(base, &cfg->addr, "admin", &admin_routes, a, err, errlen);
+    if (!a->serve) {
         admin_free(a);
         return NULL;
     }
@@ -282,8 +183,7 @@ void admin_free(admin_t *a)
 {
     if (!a)
         return;
-    if (a->http)
-        evhttp_free(a->http);
-    free(a->workers);
+    serve_free(a->serve);
+    scrape_release(&a->scrape);
     free(a);
 }

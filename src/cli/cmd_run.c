@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "admin/listener.h"
+#include "admin/metrics_listener.h"
 #include "cli/cmd.h"
 #include "conf/config.h"
 #include "core/log.h"
@@ -31,6 +32,7 @@ typedef struct gate {
     source_t *source;           /* until verdict_ctl_start takes it */
     verdict_ctl_t *ctl;
     admin_t *admin;
+    metrics_listener_t *metrics;
     struct event *sig_term, *sig_int, *sig_hup;
 } gate_t;
 
@@ -161,10 +163,14 @@ static int gate_source(gate_t *g, char *err, size_t errlen)
     return 0;
 }
 
-/* The admin listener shares the verdict thread's loop: what it reports
- * (verdict, source) lives there; the workers' counters are safe to read. */
-static int gate_admin(gate_t *g, char *err, size_t errlen)
+/* The admin and metrics listeners share the verdict thread's loop: what
+ * they report (verdict, source) lives there; the workers' counters are
+ * safe to read. Each is started only if enabled. */
+static int gate_http(gate_t *g, char *err, size_t errlen)
 {
+    const config_t *cfg = g->cfg;
+    if (!cfg->admin.enabled && !cfg->metrics.enabled)
+        return 0;
     const metrics_worker_t **counters = malloc(g->n_workers * sizeof *counters);
     if (!counters) {
         snprintf(err, errlen, "out of memory");
@@ -172,14 +178,21 @@ static int gate_admin(gate_t *g, char *err, size_t errlen)
     }
     for (unsigned i = 0; i < g->n_workers; i++)
         counters[i] = &g->workers[i].metrics;
-    g->admin = admin_start(g->base, &g->cfg->admin, g->ctl, counters, g->n_workers, err, errlen);
+    int rc = 0;
+    if (cfg->admin.enabled &&
+        !(g->admin = admin_start(g->base, &cfg->admin, g->ctl, counters, g->n_workers, err, errlen)))
+        rc = -1;
+    if (rc == 0 && cfg->metrics.enabled &&
+        !(g->metrics = metrics_listener_start(g->base, &cfg->metrics, g->ctl, counters, g->n_workers, err, errlen)))
+        rc = -1;
     free(counters);
-    return g->admin ? 0 : -1;
+    return rc;
 }
 
 static void gate_free(gate_t *g)
 {
     admin_free(g->admin);
+    metrics_listener_free(g->metrics);
     if (g->workers) {
         for (unsigned i = 0; i < g->n_workers; i++)
             worker_destroy(&g->workers[i]);
@@ -250,7 +263,7 @@ static int gate_run(gate_t *g)
     evsignal_add(g->sig_int, NULL);
     evsignal_add(g->sig_hup, NULL);
     /* Bound before the workers start, so that a taken port fails cleanly. */
-    if (g->cfg->admin.enabled && gate_admin(g, err, sizeof err) < 0)
+    if (gate_http(g, err, sizeof err) < 0)
         goto fail;
     for (unsigned i = 0; i < g->n_workers; i++)
         if (worker_start(&g->workers[i]) < 0) {

@@ -50,6 +50,9 @@ static const range_t port_number = {1, 65535};
 static const addr_rules_t listen_rules = {.port_zero = true, .wildcard = true};
 static const addr_rules_t upstream_rules = {0};
 static const addr_rules_t admin_rules = {.port_zero = true, .loopback_only = true};
+/* Read-only, so a node address or a wildcard is fine (the cluster's
+ * monitoring scrapes it, or a proxy in front of it on loopback does). */
+static const addr_rules_t metrics_rules = {.port_zero = true, .wildcard = true};
 
 static const enum_value_t tls_versions[] = {
     {"TLSv1.2", TLS1_2_VERSION}, {"TLSv1.3", TLS1_3_VERSION}, {NULL, 0}};
@@ -213,6 +216,12 @@ static const field_t admin_fields[] = {
 };
 static const schema_t admin_schema = SCHEMA(admin_fields);
 
+static const field_t metrics_fields[] = {
+    {"enabled", schema_read_bool, offsetof(config_metrics_t, enabled), NULL},
+    {"address", schema_read_addr, offsetof(config_metrics_t, addr), &metrics_rules},
+};
+static const schema_t metrics_schema = SCHEMA(metrics_fields);
+
 #define REDIRECT_PORT_FIELD(name) offsetof(config_redirect_port_t, name)
 static const field_t redirect_port_fields[] = {
     {"from", schema_read_count, REDIRECT_PORT_FIELD(from), &port_number},
@@ -270,6 +279,7 @@ static const field_t root_fields[] = {
     {"limits", schema_read_submap, CONFIG_FIELD(limits), &limits_schema},
     {"admin", schema_read_submap, CONFIG_FIELD(admin), &admin_schema},
     {"redirect", schema_read_submap, CONFIG_FIELD(redirect), &redirect_schema},
+    {"metrics", schema_read_submap, CONFIG_FIELD(metrics), &metrics_schema},
     {"log", schema_read_submap, CONFIG_FIELD(log), &log_schema},
 };
 static const schema_t root_schema = SCHEMA(root_fields);
@@ -312,6 +322,8 @@ static int set_defaults(loader_t *ld, config_t *cfg)
 
     cfg->admin.enabled = true;
     config_parse_addr("127.0.0.1:22625", &cfg->admin.addr);
+    cfg->metrics.enabled = false;
+    config_parse_addr("127.0.0.1:22646", &cfg->metrics.addr);
     cfg->log = (config_log_t){.level = LOG_INFO, .access = true};
 
     cfg->gate.n_prefixes = 1;
@@ -385,18 +397,30 @@ static int validate_upstream_tls(loader_t *ld)
     return 0;
 }
 
+/* Two addresses of the gate's own (a is at path_a, b at path_b) must not
+ * overlap. Blames a if it was written, else b (a default is nowhere). */
+static int validate_apart(loader_t *ld, const config_addr_t *a, const char *path_a, const config_addr_t *b,
+                          const char *path_b)
+{
+    if (!grammar_addrs_overlap(a, b))
+        return 0;
+    const char *blamed = schema_node_at(ld, path_a) ? path_a : path_b;
+    return schema_fail(ld, schema_nearest_node(ld, blamed), "", "%s \"%s\" and %s \"%s\" overlap", path_a,
+                       a->text, path_b, b->text);
+}
+
 static int validate_upstream(loader_t *ld)
 {
     const config_t *cfg = ld->cfg;
     if (validate_upstream_tls(ld) < 0 ||
         validate_not_a_listener(ld, &cfg->upstream.addr, "upstream.address", "requests would loop") < 0)
         return -1;
-    if (cfg->admin.enabled && grammar_addrs_overlap(&cfg->upstream.addr, &cfg->admin.addr)) {
-        const char *blamed = schema_node_at(ld, "upstream.address") ? "upstream.address" : "admin.address";
-        return schema_fail(ld, schema_nearest_node(ld, blamed), "",
-                           "upstream.address \"%s\" and admin.address \"%s\" overlap",
-                           cfg->upstream.addr.text, cfg->admin.addr.text);
-    }
+    if (cfg->admin.enabled &&
+        validate_apart(ld, &cfg->upstream.addr, "upstream.address", &cfg->admin.addr, "admin.address") < 0)
+        return -1;
+    if (cfg->metrics.enabled &&
+        validate_apart(ld, &cfg->upstream.addr, "upstream.address", &cfg->metrics.addr, "metrics.address") < 0)
+        return -1;
     return 0;
 }
 
@@ -405,6 +429,21 @@ static int validate_admin(loader_t *ld)
     if (!ld->cfg->admin.enabled)
         return 0;
     return validate_not_a_listener(ld, &ld->cfg->admin.addr, "admin.address", "they cannot share a port");
+}
+
+/* The metrics listener is bound beside the admin API and the listeners:
+ * it shares a port with none of them. */
+static int validate_metrics(loader_t *ld)
+{
+    const config_t *cfg = ld->cfg;
+    if (!cfg->metrics.enabled)
+        return 0;
+    if (validate_not_a_listener(ld, &cfg->metrics.addr, "metrics.address", "they cannot share a port") < 0)
+        return -1;
+    if (cfg->admin.enabled &&
+        validate_apart(ld, &cfg->metrics.addr, "metrics.address", &cfg->admin.addr, "admin.address") < 0)
+        return -1;
+    return 0;
 }
 
 static int validate_enforcement(loader_t *ld)
@@ -488,7 +527,8 @@ static int validate_redirect(loader_t *ld)
 }
 
 static int (*const validators[])(loader_t *) = {
-    validate_listeners, validate_upstream, validate_admin, validate_enforcement, validate_limits, validate_redirect,
+    validate_listeners, validate_upstream, validate_admin, validate_metrics, validate_enforcement, validate_limits,
+    validate_redirect,
 };
 
 /* CPUs this process may run on (cpusets, taskset), not all online ones. */

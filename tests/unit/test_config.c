@@ -89,6 +89,8 @@ Test(config, defaults_when_keys_absent)
     cr_expect_eq(cfg->limits.drain_timeout_ms, 30000);
     cr_expect(cfg->admin.enabled);
     cr_expect_str_eq(cfg->admin.addr.text, "127.0.0.1:22625");
+    cr_expect_not(cfg->metrics.enabled);
+    cr_expect_str_eq(cfg->metrics.addr.text, "127.0.0.1:22646");
     cr_expect_eq(cfg->log.level, LOG_INFO);
     cr_expect(cfg->log.access);
     config_free(cfg);
@@ -150,6 +152,8 @@ Test(config, reference_config_matches_defaults)
     cr_expect_eq(ref->enforcement.kubernetes.watch_timeout_ms, def->enforcement.kubernetes.watch_timeout_ms);
     cr_expect_eq(memcmp(&ref->limits, &def->limits, sizeof def->limits), 0);
     cr_expect_eq(memcmp(&ref->admin.addr, &def->admin.addr, sizeof def->admin.addr), 0);
+    cr_expect_eq(ref->metrics.enabled, def->metrics.enabled);
+    cr_expect_eq(memcmp(&ref->metrics.addr, &def->metrics.addr, sizeof def->metrics.addr), 0);
     cr_expect_eq(ref->workers, def->workers);
     config_free(ref);
     config_free(tls_listener);
@@ -279,6 +283,49 @@ Test(config, admin_address_must_be_loopback)
     cr_expect_eq(cfg->admin.addr.ss.ss_family, AF_INET6);
     config_free(cfg);
     cfg = parse_ok(MINIMAL "admin: {address: \"127.0.0.2:9000\"}\n");
+    config_free(cfg);
+}
+
+/* Read-only, so unlike the admin API it may bind a node address. */
+Test(config, metrics_address_may_be_any_ip)
+{
+    config_t *cfg = parse_ok(MINIMAL "metrics:\n  enabled: true\n  address: \"0.0.0.0:9646\"\n");
+    cr_expect(cfg->metrics.enabled);
+    cr_expect_str_eq(cfg->metrics.addr.text, "0.0.0.0:9646");
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "metrics: {enabled: true, address: \"10.0.0.5:22646\"}\n");
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "metrics: {enabled: true, address: \"[::]:22646\"}\n");
+    cr_expect_eq(cfg->metrics.addr.ss.ss_family, AF_INET6);
+    config_free(cfg);
+    expect_error(MINIMAL "metrics:\n  enabled: true\n  adress: \"0.0.0.0:1\"\n",
+                 "t.yaml:5:3: metrics.adress: unknown key; did you mean \"address\"?");
+    expect_error(MINIMAL "metrics:\n  address: \"node:22646\"\n",
+                 "t.yaml:4:12: metrics.address: invalid address \"node:22646\": not an IP address "
+                 "(hostnames are not accepted)");
+    expect_error(MINIMAL "metrics: {enabled: yes}\n",
+                 "t.yaml:3:20: metrics.enabled: expected true or false, got a string");
+}
+
+/* It is bound beside the listeners and the admin API: no shared port. */
+Test(config, metrics_address_must_not_collide)
+{
+    expect_error(MINIMAL "metrics: {enabled: true, address: \"0.0.0.0:22625\"}\n",
+                 "t.yaml:3:35: metrics.address \"0.0.0.0:22625\" and admin.address \"127.0.0.1:22625\" overlap");
+    expect_error(MINIMAL "admin: {address: \"127.0.0.1:9100\"}\nmetrics: {enabled: true, address: \"127.0.0.1:9100\"}\n",
+                 "t.yaml:4:35: metrics.address \"127.0.0.1:9100\" and admin.address \"127.0.0.1:9100\" overlap");
+    expect_error("listeners:\n  - address: \"0.0.0.0:9100\"\nmetrics: {enabled: true, address: \"127.0.0.1:9100\"}\n",
+                 "t.yaml:3:35: metrics.address \"127.0.0.1:9100\" and listeners[0].address \"0.0.0.0:9100\" "
+                 "overlap: they cannot share a port");
+    expect_error(MINIMAL "upstream: {address: \"127.0.0.1:22646\"}\nmetrics: {enabled: true}\n",
+                 "t.yaml:3:21: upstream.address \"127.0.0.1:22646\" and metrics.address \"127.0.0.1:22646\" overlap");
+    /* Disabled, its address is not bound, so nothing collides. */
+    config_t *cfg = parse_ok(MINIMAL "metrics: {enabled: false, address: \"127.0.0.1:22625\"}\n");
+    config_free(cfg);
+    /* Another family, or port 0 (the kernel picks), is no collision. */
+    cfg = parse_ok(MINIMAL "metrics: {enabled: true, address: \"[::]:22625\"}\n");
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "admin: {address: \"127.0.0.1:0\"}\nmetrics: {enabled: true, address: \"127.0.0.1:0\"}\n");
     config_free(cfg);
 }
 

@@ -1,0 +1,25 @@
+/* admin: the metrics listener, a second, read-only HTTP listener on the
+ * main thread's loop beside the admin API: GET/HEAD /metrics (the same
+ * exposition as the admin API's /metrics) and /healthz, 404 for any other
+ * path, 405 for any other method. It can change nothing, so unlike the
+ * admin API it may bind a node address for the cluster's monitoring. */
+#ifndef SKEWGATE_ADMIN_METRICS_LISTENER_H
+#define SKEWGATE_ADMIN_METRICS_LISTENER_H
+
+#include <stddef.h>
+
+#include "conf/config.h"
+#include "proxy/metrics.h"
+#include "source/controller.h"
+
+struct event_base;
+typedef struct metrics_listener metrics_listener_t;
+
+/* Binds cfg->addr and serves on base. workers[] (n_workers counters) must
+ * outlive the listener; the array itself is copied. NULL with err set. */
+metrics_listener_t *metrics_listener_start(struct event_base *base, const config_metrics_t *cfg,
+                                           verdict_ctl_t *ctl, const metrics_worker_t *const *workers,
+                                           size_t n_workers, char *err, size_t errlen);
+void metrics_listener_free(metrics_listener_t *m);
+
+#endif

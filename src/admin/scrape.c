@@ -1,0 +1,41 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "scrape.h"
+#include "serve.h"
+
+int scrape_init(scrape_t *s, verdict_ctl_t *ctl, const metrics_worker_t *const *workers, size_t n_workers)
+{
+    *s = (scrape_t){.ctl = ctl, .n_workers = n_workers};
+    s->workers = malloc((n_workers ? n_workers : 1) * sizeof *s->workers);
+    if (!s->workers)
+        return -1;
+    if (n_workers)
+        memcpy(s->workers, workers, n_workers * sizeof *s->workers);
+    return 0;
+}
+
+void scrape_release(scrape_t *s)
+{
+    free(s->workers);
+    s->workers = NULL;
+}
+
+void scrape_metrics(void *arg, struct evhttp_request *req)
+{
+    const scrape_t *s = arg;
+    const source_t *src = verdict_ctl_source(s->ctl);
+    metrics_gate_t g = {
+        .verdict = verdict_ctl_current(s->ctl),
+        .source_last_sync = src ? source_last_sync(src) : 0,
+        .source_reconnects = src ? source_reconnects(src) : 0,
+    };
+    size_t len;
+    char *text = metrics_render(s->workers, s->n_workers, &g, &len);
+    if (!text) {
+        serve_text(req, 500, "Internal Server Error", "out of memory");
+        return;
+    }
+    serve_reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", text, len);
+    free(text);
+}

@@ -1,0 +1,28 @@
+/* scrape: the /metrics answer, one renderer for the admin API and the
+ * metrics listener (private to src/admin/): the workers' counters, which
+ * metrics.h makes safe to read from the main thread, and what the verdict
+ * controller knows (verdict, source sync and reconnects). */
+#ifndef SKEWGATE_ADMIN_SCRAPE_H
+#define SKEWGATE_ADMIN_SCRAPE_H
+
+#include <stddef.h>
+
+#include "proxy/metrics.h"
+#include "source/controller.h"
+
+struct evhttp_request;
+
+typedef struct scrape {
+    verdict_ctl_t *ctl;
+    const metrics_worker_t **workers;   /* a copy of the array; the counters are the workers' */
+    size_t n_workers;
+} scrape_t;
+
+/* Copies workers[] (n_workers pointers; the counters must outlive s).
+ * 0, or -1 when out of memory. */
+int scrape_init(scrape_t *s, verdict_ctl_t *ctl, const metrics_worker_t *const *workers, size_t n_workers);
+void scrape_release(scrape_t *s);
+/* GET /metrics: Prometheus text format 0.0.4 (arg: a scrape_t). */
+void scrape_metrics(void *arg, struct evhttp_request *req);
+
+#endif

@@ -1,0 +1,48 @@
+/* serve: the evhttp plumbing the admin API and the metrics listener share
+ * (private to src/admin/): one listening socket on a configured address,
+ * an evhttp on the main thread's loop with the small-request limits, a
+ * route table that answers 404 and 405 itself, and the replies. */
+#ifndef SKEWGATE_ADMIN_SERVE_H
+#define SKEWGATE_ADMIN_SERVE_H
+
+#include <stddef.h>
+
+#include "conf/config.h"
+
+struct event_base;
+struct evhttp_request;
+
+/* The largest request body read (the admin API's override form). */
+#define SERVE_MAX_BODY 1024
+
+typedef struct serve_route {
+    const char *path;           /* exact match on the request path */
+    unsigned methods;           /* EVHTTP_REQ_* mask */
+    const char *allow;          /* the Allow header of a 405 */
+    void (*handle)(void *arg, struct evhttp_request *req);
+} serve_route_t;
+
+typedef struct serve_routes {
+    const serve_route_t *routes;
+    size_t n;
+    const char *not_found;      /* the 404 body: the paths served */
+} serve_routes_t;
+
+typedef struct serve serve_t;
+
+/* Binds addr (IPv6 v6-only, no SO_REUSEPORT: a second gate on the same
+ * port is an error, not a share) and serves routes on base, each handler
+ * called with arg. Logs "<name>_listening" with the bound host and port.
+ * NULL with "<name> listener ADDR: why" in err. routes must outlive it. */
+serve_t *serve_start(struct event_base *base, const config_addr_t *addr, const char *name,
+                     const serve_routes_t *routes, void *arg, char *err, size_t errlen);
+void serve_free(serve_t *s);
+
+void serve_reply(struct evhttp_request *req, int code, const char *reason, const char *type, const char *body,
+                 size_t len);
+/* line and a newline, text/plain. */
+void serve_text(struct evhttp_request *req, int code, const char *reason, const char *line);
+/* GET /healthz: 200 "ok" while the process runs (arg unused). */
+void serve_healthz(void *arg, struct evhttp_request *req);
+
+#endif
