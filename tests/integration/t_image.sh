@@ -56,9 +56,15 @@ cmp -s "$ROOT/conf/skewgate.yaml" "$R/etc/skewgate/skewgate.yaml" || fail "/etc/
 libs=$(in_root ldd /usr/local/bin/skewgate) || fail "chroot ldd: $libs"
 if grep -q "not found" <<<"$libs"; then fail "libraries missing from the rootfs: $(grep 'not found' <<<"$libs")"; fi
 note "libraries: $(awk '/=>/ {print $1}' <<<"$libs" | xargs)"
+# Each runtime package is installed, and its own libraries resolve too (so
+# libnftables1 is ready before the binary links it).
 for p in $(sed -e 's/#.*//' "$ROOT/deploy/image-packages.txt"); do
   st=$(in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [ "$st" = "install ok installed" ] || fail "runtime package $p not installed in the rootfs ($st)"
+  for so in $(in_root dpkg -L "$p" | grep -E '\.so\.[0-9.]+$'); do
+    out=$(in_root ldd "$so") || fail "chroot ldd $so: $out"
+    if grep -q "not found" <<<"$out"; then fail "$so ($p) lacks: $(grep 'not found' <<<"$out")"; fi
+  done
 done
 
 # The non-root user: numeric 65532, no shell, cannot write its config.
@@ -80,7 +86,7 @@ for f in /etc/resolv.conf /etc/hostname /usr/sbin/policy-rc.d; do
   [ ! -e "$R$f" ] || fail "$f left in the rootfs"
 done
 size=$(du -sm "$R" | cut -f1)
-note "rootfs: ${size} MiB; archive: $(du -m "$A" | cut -f1) MiB"
+note "rootfs: ${size} MiB; archive: $(du -m "$A" | cut -f1) MiB; checked ($(elapsed))"
 [ "$size" -lt 150 ] || fail "the rootfs grew to $size MiB (recommends? docs?)"
 
 # --- the archive: OCI layout, one layer with the binary and config, and the
