@@ -226,7 +226,7 @@ build_image() {
   "${B[@]}" config --user "$UID_GID" --workingdir / \
     --entrypoint "$ENTRYPOINT" --cmd "$CMD" \
     --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --port 22623/tcp --port 22624/tcp --stop-signal SIGTERM \
+    --port 22643/tcp --port 22644/tcp --stop-signal SIGTERM \
     --created-by "tools/image.sh: debootstrap --variant=minbase $SUITE, deploy/image-packages.txt, deploy/image-finish.sh, build/skewgate, conf/" \
     --label org.opencontainers.image.title=skewgate \
     --label "org.opencontainers.image.description=Boot image skew gate in front of OpenShift's Machine Config Server" \

@@ -4,7 +4,8 @@
 # user, every library found, the shipped configs pass check), stripped, and
 # the OCI archive carries the config the Containerfile declares. Then, when
 # a container runtime works here, the archive runs under podman: --help,
-# check, and the gate itself on a read-only root with no capabilities.
+# check, the gate itself on a read-only root with no capabilities, and
+# `redirect` with CAP_NET_ADMIN alone in the container's network namespace.
 #
 # The debootstrap base is cached in build/image (tools/image.sh base); a
 # fresh one takes about a minute. The test is skipped only when the Debian
@@ -92,9 +93,9 @@ note "rootfs: ${size} MiB; archive: $(du -m "$A" | cut -f1) MiB; checked ($(elap
 # --- the archive: OCI layout, one layer with the binary and config, and the
 # config the Containerfile declares (same packages file, same finish script).
 tar -tf "$A" | grep -qx oci-layout || fail "$A is not an OCI layout"
-python3 - "$A" "$ROOT/deploy/Containerfile" "$ROOT/tools/deps.sh" <<'PY' || fail "image config"
+python3 - "$A" "$ROOT/deploy/Containerfile" "$ROOT/tools/deps.sh" "$ROOT/conf/skewgate.yaml" <<'PY' || fail "image config"
 import json, re, sys, tarfile
-archive, containerfile, deps = sys.argv[1:4]
+archive, containerfile, deps, conf = sys.argv[1:5]
 t = tarfile.open(archive)
 blob = lambda d: t.extractfile("blobs/sha256/" + d.split(":", 1)[1])
 index = json.load(t.extractfile("index.json"))
@@ -122,6 +123,11 @@ assert json.loads(inst["ENTRYPOINT"][-1]) == cfg["Entrypoint"], (inst["ENTRYPOIN
 assert json.loads(inst["CMD"][-1]) == cfg["Cmd"], (inst["CMD"], cfg["Cmd"])
 assert inst["WORKDIR"][-1] == cfg["WorkingDir"], (inst["WORKDIR"], cfg["WorkingDir"])
 assert set(inst["EXPOSE"][-1].split()) == set(cfg["ExposedPorts"]), (inst["EXPOSE"], cfg["ExposedPorts"])
+# ... and those ports are the shipped config's listeners.
+import yaml
+shipped = yaml.safe_load(open(conf))
+ports = {l["address"].rsplit(":", 1)[1] + "/tcp" for l in shipped["listeners"]}
+assert ports == set(cfg["ExposedPorts"]), ("EXPOSE", sorted(cfg["ExposedPorts"]), "listeners", sorted(ports))
 assert inst["STOPSIGNAL"][-1] == cfg["StopSignal"], inst["STOPSIGNAL"]
 for label in ("org.opencontainers.image.title", "org.opencontainers.image.revision"):
     assert label in cfg["Labels"] and label in text, label
@@ -202,5 +208,17 @@ grep -q '"reason": "OutOfSkew"' <<<"$STATUS" || fail "status in the container: $
 pod logs "$CID" 2>&1 | grep -q '"event":"listening"' || fail "no listening event in the container's log"
 pod stop -t 20 "$CID" >/dev/null
 [ "$(pod inspect -f '{{.State.ExitCode}}' "$CID")" = 0 ] || fail "the gate exited $(pod inspect -f '{{.State.ExitCode}}' "$CID") on SIGTERM"
-note "podman: --help, check, uid 65532, the gate on a read-only root answered and drained ($(elapsed))"
+
+# The redirect as an init container runs it: the image's user with only
+# CAP_NET_ADMIN, here in the container's own network namespace (--network
+# none), so this machine's ruleset is not touched. Without it, it is refused.
+out=$(pod run --rm "${RUN[@]}" --read-only --cap-drop all --cap-add NET_ADMIN --entrypoint sh \
+        localhost/skewgate:latest -c 'skewgate redirect install && skewgate redirect status &&
+          skewgate redirect remove && ! skewgate redirect status' 2>&1) || fail "redirect in the container: $out"
+grep -q "installed as the configuration says" <<<"$out" || fail "redirect status in the container: $out"
+if out=$(pod run --rm "${RUN[@]}" --cap-drop all localhost/skewgate:latest redirect install 2>&1); then
+  fail "redirect install without CAP_NET_ADMIN succeeded: $out"
+fi
+grep -q CAP_NET_ADMIN <<<"$out" || fail "redirect without the capability: $out"
+note "podman: --help, check, uid 65532, the gate on a read-only root answered and drained, redirect with CAP_NET_ADMIN only ($(elapsed))"
 echo PASS
