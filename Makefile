@@ -4,6 +4,7 @@
 #   make TSAN=1 ...   ThreadSanitizer build in build-tsan/
 #   make test         unit (Criterion) + integration tests
 #   make run          the local demo stack (see README)
+#   make image        the container image, without a registry: build/image/skewgate.oci.tar
 
 PKGS := libevent libevent_openssl libevent_pthreads openssl jansson yaml-0.1 libnftables
 
@@ -38,7 +39,7 @@ BIN      := $(BUILD)/skewgate
 LIB      := $(BUILD)/libskewgate.a
 UNIT_BIN := $(BUILD)/unit-tests
 
-.PHONY: all deps test unit integration run check-conf clean bench bench-smoke
+.PHONY: all deps test unit integration run check-conf clean bench bench-smoke image image-rootfs
 all: $(BIN)
 
 deps:
@@ -89,6 +90,17 @@ check-conf: $(BIN)
 run: deps
 	$(MAKE) --no-print-directory $(BIN)
 	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./conf/demo/run
+
+# The container image (deploy/Containerfile's, built from Debian's packages
+# with debootstrap and buildah: tools/image.sh). image-rootfs stops before
+# buildah: build/image/rootfs, for chroot.
+image: deps
+	$(MAKE) --no-print-directory $(BIN)
+	IMAGE_BIN=$(CURDIR)/$(BIN) ./tools/image.sh image
+
+image-rootfs: deps
+	$(MAKE) --no-print-directory $(BIN)
+	IMAGE_BIN=$(CURDIR)/$(BIN) ./tools/image.sh rootfs
 
 # Benchmarks (issue 5): skewgate vs nginx vs HAProxy vs a floor; bench/RESULTS.md.
 bench:

@@ -6,6 +6,10 @@ pkgs=(build-essential pkg-config libevent-dev libssl-dev libjansson-dev libyaml-
       libcriterion-dev nginx-light curl openssl ignition python3 python3-yaml procps
       prometheus libnftables-dev nftables iproute2 systemd
       kubectl)   # preinstalled on the project's machines (Google Cloud SDK repository, not Debian): t_deploy_*, t_fakeapi_*
+# The container image (tools/image.sh, tests/integration/t_image.sh): debootstrap
+# builds its root filesystem, buildah commits it, podman runs it (with runc:
+# crun refuses a hybrid cgroup layout).
+pkgs+=(debootstrap buildah podman runc)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
