@@ -43,8 +43,11 @@ certs ecdsa "IP:$MASTER_IP"
 mcs_cmd=$(MCS_ADDR=0.0.0.0 "$ROOT/tools/mcs-standin.sh" "$TMP/mcs" 22624 307200 22623 "$TMP/pki/tls.crt" "$TMP/pki/tls.key")
 MCS_DATA="$TMP/mcs/data"
 MCS_LOG="$TMP/mcs/access.log"
+# Not through in_master: a function run with & is a subshell, whose PID
+# the cleanup would kill while nginx, its child, lived on. ip netns exec
+# execs, so $! is nginx's own PID.
 # shellcheck disable=SC2086  # the command line mcs-standin.sh printed
-in_master $mcs_cmd >"$TMP/mcs/stdout" 2>&1 &
+ip netns exec "$master" $mcs_cmd >"$TMP/mcs/stdout" 2>&1 &
 PIDS+=($!)
 wait_until 10 in_master curl -sf -o /dev/null http://127.0.0.1:22624/healthz || fail "MCS stand-in did not start"
 
