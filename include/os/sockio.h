@@ -47,5 +47,9 @@ int sockio_handshake(sockio_t *io);
 bool sockio_pending(const sockio_t *io);
 /* Sends close_notify when TLS (best effort, never blocks), then closes. */
 void sockio_close(sockio_t *io);
+/* Ends the stream as broken: no close_notify, and a reset (SO_LINGER 0)
+ * instead of a FIN, so that the peer cannot take what it got as whole,
+ * even for a body that the close was to delimit. */
+void sockio_abort(sockio_t *io);
 
 #endif

@@ -86,6 +86,7 @@ typedef struct conn {
     size_t out_len, out_off;
     struct gate_snapshot *out_ref;  /* keeps `out` alive while it is written */
     bool close_after;
+    bool broken;            /* an unframed response was cut: the close is a reset (sockio_abort) */
 
     exchange_t exchange;    /* an admitted request's upstream side */
     request_log_t log;
@@ -104,8 +105,12 @@ void conn_close_all(conn_set_t *s);
 const http_request_t *conn_request(const conn_t *c);
 /* The exchange ended: complete, the response is fully written and the
  * connection goes on with the next request; not complete, the client
- * must not take what it got as whole, so the connection closes. */
-void conn_response_done(conn_t *c, bool complete);
+ * must not take what it got as whole, so the connection closes. How:
+ * reset, for a body the close itself was to delimit (a FIN, or a TLS
+ * close_notify, would end it as if it were whole); a plain close for a
+ * body framed by length or chunks, whose client sees it fall short. */
+typedef enum { CONN_END_COMPLETE, CONN_END_SHORT, CONN_END_RESET } conn_end_t;
+void conn_response_done(conn_t *c, conn_end_t how);
 /* The connection closes once the response under way is out. */
 bool conn_will_close(const conn_t *c);
 /* The response can only end with the connection (a body framed by close). */

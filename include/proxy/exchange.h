@@ -57,6 +57,7 @@ typedef struct exchange {
     char *buf;                      /* from ctx->bufs while the exchange lasts */
     size_t off, len;                /* the request being sent, or the head being read */
     size_t req_len;                 /* the request, kept at the buffer's front for a retry */
+    uint64_t head_due_ms;           /* request sent + response_timeout: the whole head by then */
     relay_t relay;
     uint8_t phase;
     bool has_slot;

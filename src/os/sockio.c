@@ -192,6 +192,21 @@ bool sockio_pending(const sockio_t *io)
     return io->ssl && SSL_has_pending(io->ssl);
 }
 
+void sockio_abort(sockio_t *io)
+{
+    if (io->ssl) {
+        SSL_free(io->ssl);
+        io->ssl = NULL;
+        ERR_clear_error();
+    }
+    if (io->fd >= 0) {
+        struct linger reset = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(io->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+        close(io->fd);
+        io->fd = -1;
+    }
+}
+
 void sockio_close(sockio_t *io)
 {
     if (io->ssl) {

@@ -164,7 +164,10 @@ void conn_close(conn_t *c)
     event_del(&c->rev);
     event_del(&c->wev);
     event_del(&c->timer);
-    sockio_close(&c->io);
+    if (c->broken)
+        sockio_abort(&c->io);
+    else
+        sockio_close(&c->io);
     if (c->ibuf)
         buf_pool_put(&s->head_bufs, c->ibuf);
     if (c->out_ref)
@@ -266,11 +269,12 @@ static void conn_next_request(conn_t *c)
     }
 }
 
-void conn_response_done(conn_t *c, bool complete)
+void conn_response_done(conn_t *c, conn_end_t how)
 {
     c->state = CONN_READ_HEAD;
-    if (!complete)
+    if (how != CONN_END_COMPLETE)
         c->keep_alive = false;
+    c->broken = how == CONN_END_RESET;
     conn_next_request(c);
 }
 

@@ -97,6 +97,10 @@ static void exchange_release(exchange_t *x, bool reuse)
     }
     x->log->bytes += x->relay.sent;
     x->relay.sent = 0;
+    /* Time with the upstream, however the exchange ended: the access log
+     * and the metrics tell of the same request. */
+    if (x->log->upstream_start_ns && !x->log->upstream_ns)
+        x->log->upstream_ns = clock_monotonic_ns() - x->log->upstream_start_ns;
     if (x->has_slot) {
         x->has_slot = false;
         slot_release(&ctx->slots);
@@ -118,17 +122,17 @@ static void exchange_fail(exchange_t *x, int status, gate_reason_t why)
 static void exchange_cut(exchange_t *x, gate_reason_t why, bool upstream_fault)
 {
     if (upstream_fault)
-        metrics_upstream_error(x->ctx->metrics, METRICS_UP_CLOSED);
+        metrics_upstream_error(x->ctx->metrics, gate_reason_upstream_kind(why));
     x->log->reason = gate_reason_name(why);
+    bool unframed = x->relay.until_close;
     exchange_release(x, false);
-    conn_response_done(x->conn, false);
+    conn_response_done(x->conn, unframed ? CONN_END_RESET : CONN_END_SHORT);
 }
 
 static void exchange_finish(exchange_t *x)
 {
-    x->log->upstream_ns = clock_monotonic_ns() - x->log->upstream_start_ns;
     exchange_release(x, x->up_reusable && x->relay.body_done && !x->relay.surplus);
-    conn_response_done(x->conn, true);
+    conn_response_done(x->conn, CONN_END_COMPLETE);
 }
 
 void exchange_abort(exchange_t *x)
@@ -255,7 +259,23 @@ static void exchange_send(exchange_t *x)
     upstream_arm_write(u, false, NULL);
     x->phase = EXCHANGE_HEAD;
     x->off = x->len = EXCHANGE_HEADROOM;
+    x->head_due_ms = clock_coarse_ms() + x->ctx->cfg->upstream.response_timeout_ms;
     upstream_arm_read(u, true, x->ctx->tv_response);
+}
+
+/* upstream.response_timeout is a deadline for the whole head, not a gap
+ * between bytes: libevent restarts a persistent event's timeout whenever
+ * it fires, so a head trickled a byte at a time would never time out.
+ * After each partial read the timeout is set to what is left. */
+static void exchange_head_deadline(exchange_t *x)
+{
+    uint64_t now = clock_coarse_ms();
+    if (now >= x->head_due_ms) {
+        exchange_fail(x, 504, GATE_REASON_UPSTREAM_TIMEOUT);
+        return;
+    }
+    struct timeval left = clock_timeval(x->head_due_ms - now);
+    upstream_arm_read(x->up, true, &left);
 }
 
 /* ---- the response head ----------------------------------------------- */
@@ -367,8 +387,10 @@ static void exchange_read_head(exchange_t *x)
                 return;
             continue;
         }
-        if (n == SOCKIO_WANT_READ)
+        if (n == SOCKIO_WANT_READ) {
+            exchange_head_deadline(x);
             return;
+        }
         if (n == SOCKIO_WANT_WRITE) {
             upstream_arm_write(u, true, x->ctx->tv_response);
             return;

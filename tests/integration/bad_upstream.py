@@ -12,8 +12,15 @@
   once     as echo, but each connection answers its first request only and
            closes when a second arrives: a keep-alive connection that died
            between two uses, as the gate's pool sees it
+  unframed answers 200 with Connection: close and neither Content-Length
+           nor chunked, 100000 body bytes, then closes cleanly (FIN)
+  unframed-reset  the same, but resets the connection (SO_LINGER 0) after
+           the bytes: a body cut short that the close cannot delimit
+  trickle-head  sends a 200 head one byte every 100 ms, then a body
+  stall-body  answers 200 with Content-Length: 1000000, sends 100000 body
+           bytes, then sends nothing more until the proxy closes
 Writes its port to --port-file once listening; counts requests in --count-file."""
-import argparse, os, socket, threading, time
+import argparse, os, socket, struct, threading, time
 
 def big_head(size):
     """A 200 "ok" whose head is exactly size bytes, padded by fields."""
@@ -69,6 +76,21 @@ def serve(conn, mode, count_file, args):
         if count_file:
             with open(count_file, "a") as f:
                 f.write("req\n")
+        if mode in ("unframed", "unframed-reset"):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+                         + b"u" * 100000)
+            if mode == "unframed-reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        if mode == "stall-body":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 100000)
+            conn.recv(1)  # until the proxy gives up and closes
+            return
+        if mode == "trickle-head":
+            for b in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Slow: " + b"s" * 40 + b"\r\n\r\nok":
+                conn.sendall(bytes([b]))
+                time.sleep(0.1)
+            return
         if mode == "bighead":
             conn.sendall(big_head(args.head_bytes))
             return
@@ -107,7 +129,8 @@ def serve(conn, mode, count_file, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["stall", "cut", "chunked", "interim", "bighead", "echo", "once"], required=True)
+    ap.add_argument("--mode", choices=["stall", "cut", "chunked", "interim", "bighead", "echo", "once", "unframed", "unframed-reset",
+                                     "trickle-head", "stall-body"], required=True)
     ap.add_argument("--head-bytes", type=int, default=12288)
     ap.add_argument("--release-file")
     ap.add_argument("--port-file", required=True)
