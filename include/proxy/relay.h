@@ -57,6 +57,8 @@ typedef struct relay {
     bool body_done;             /* every body byte has been read */
     bool surplus;               /* the upstream sent more than the body */
     bool close_after;           /* the client connection closes after this body */
+    bool dechunk;               /* chunked from the upstream, the payload alone to the
+                                   client (HTTP/1.0 knows no chunks; the close delimits it) */
     /* results */
     uint64_t sent;              /* bytes written to the client */
     unsigned want;              /* RELAY_WANT_ bits, after RELAY_WAIT */
@@ -69,8 +71,9 @@ void relay_init(relay_t *r, sockio_t *client, sockio_t *upstream, char *buf, siz
 void relay_frame(relay_t *r, http_body_t body, int64_t content_length);
 /* Body bytes that arrived with the head, now in the buffer at from: how
  * many belong to this response (the rest is surplus and must not be
- * relayed), or -1 when the chunked framing is broken. */
-ssize_t relay_account(relay_t *r, const char *from, size_t len);
+ * relayed), or -1 when the chunked framing is broken. With dechunk, the
+ * payload is moved to the front of from[0..len) and its length returned. */
+ssize_t relay_account(relay_t *r, char *from, size_t len);
 /* Moves bytes until one side would block or the body is out. */
 relay_result_t relay_pump(relay_t *r);
 /* Ends the relay: an empty pipe goes back to the pool, one with bytes

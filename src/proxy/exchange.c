@@ -124,7 +124,7 @@ static void exchange_cut(exchange_t *x, gate_reason_t why, bool upstream_fault)
     if (upstream_fault)
         metrics_upstream_error(x->ctx->metrics, gate_reason_upstream_kind(why));
     x->log->reason = gate_reason_name(why);
-    bool unframed = x->relay.until_close;
+    bool unframed = x->relay.until_close || x->relay.dechunk;
     exchange_release(x, false);
     conn_response_done(x->conn, unframed ? CONN_END_RESET : CONN_END_SHORT);
 }
@@ -290,8 +290,8 @@ static bool exchange_place_head(exchange_t *x, const http_response_t *resp, size
     exchange_ctx_t *ctx = x->ctx;
     conn_t *c = x->conn;
     http_conn_variant_t variant = http_conn_variant(c->keep_alive, c->http10);
-    size_t n = rewrite_response_head(ctx->head_out, ctx->head_out_cap, x->buf + x->off, resp, x->relay.chunked,
-                                     variant);
+    size_t n = rewrite_response_head(ctx->head_out, ctx->head_out_cap, x->buf + x->off, resp,
+                                     x->relay.chunked && !x->relay.dechunk, variant);
     if (n == 0)
         return false;
     size_t body_start = x->off + head_len;
@@ -316,7 +316,11 @@ static void exchange_on_head(exchange_t *x, const http_response_t *resp, size_t 
     x->up_reusable = resp->keep_alive && !c->http10;
     relay_init(r, &c->io, &x->up->io, x->buf, x->ctx->bufs.size, &x->ctx->pipes);
     relay_frame(r, resp->body, resp->content_length);
-    if (r->until_close) {
+    /* The upstream was asked as HTTP/1.0 for a 1.0 client, yet a broken
+     * one may answer chunked: the client gets the payload, ended by the
+     * close (RFC 9112 7.1: never chunked to 1.0). */
+    r->dechunk = r->chunked && c->http10;
+    if (r->until_close || r->dechunk) {
         /* The end of the body is the end of the upstream connection, and
          * so of the client's. */
         x->up_reusable = false;

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <string.h>
 
 #include "proxy/relay.h"
 
@@ -24,7 +25,30 @@ void relay_frame(relay_t *r, http_body_t body, int64_t content_length)
     }
 }
 
-ssize_t relay_account(relay_t *r, const char *from, size_t len)
+/* The payload runs of from[0..len) moved to its front, in place: a run
+ * never moves forward past bytes not yet read. */
+static ssize_t relay_dechunk(relay_t *r, char *from, size_t len)
+{
+    size_t in = 0, out = 0;
+    while (in < len && !http_chunked_done(&r->chunk)) {
+        http_slice_t data;
+        ssize_t used = http_chunked_step(&r->chunk, from + in, len - in, &data);
+        if (used < 0)
+            return -1;
+        if (used == 0)
+            break;
+        memmove(from + out, from + in + data.off, data.len);
+        out += data.len;
+        in += (size_t)used;
+    }
+    if (http_chunked_done(&r->chunk)) {
+        r->body_done = true;
+        r->surplus |= in < len;
+    }
+    return (ssize_t)out;
+}
+
+ssize_t relay_account(relay_t *r, char *from, size_t len)
 {
     if (r->body_done) {
         r->surplus |= len > 0;
@@ -32,6 +56,8 @@ ssize_t relay_account(relay_t *r, const char *from, size_t len)
     }
     if (r->until_close)
         return (ssize_t)len;
+    if (r->chunked && r->dechunk)
+        return relay_dechunk(r, from, len);
     if (r->chunked) {
         ssize_t used = http_chunked_scan(&r->chunk, from, len);
         if (used < 0)

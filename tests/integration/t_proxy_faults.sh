@@ -3,7 +3,8 @@
 # reset reaches the node as an error, never as a whole config; the
 # response timeout is a deadline for the whole head, not a gap between
 # bytes; a timeout mid-body is one reason in the access log and in the
-# metrics, with the time spent on the upstream.
+# metrics, with the time spent on the upstream; a chunked answer reaches an
+# HTTP/1.0 client as its payload, ended by the close.
 . "$(dirname "$0")/lib.sh"
 
 certs
@@ -87,5 +88,23 @@ grep -qx 'skewgate_upstream_errors_total{kind="timeout"} 1' <<<"$metrics" ||
   fail "metrics: $(grep upstream_errors <<<"$metrics")"
 grep -qx 'skewgate_upstream_errors_total{kind="closed"} 0' <<<"$metrics" ||
   fail "metrics count the timeout as closed: $(grep upstream_errors <<<"$metrics")"
+gate_stop
+
+note "a chunked answer to an HTTP/1.0 client: de-chunked, delimited by the close"
+start_bad chunked
+MCS_PORT=$BAD_PORT
+gate_config "$TMP/gate.yaml" hold "$object"
+gate_start "$TMP/gate.yaml"
+expected_sum=$(python3 -c 'import hashlib,sys; sys.stdout.write(hashlib.sha256(bytes((i * 7 + i // 251) % 256 for i in range(300000))).hexdigest())')
+for url in "http://127.0.0.1:$PLAIN_PORT/config/worker" "https://127.0.0.1:$TLS_PORT/config/worker"; do
+  set +e
+  curl -s --http1.0 --max-time 20 --cacert "$CA" -D "$TMP/h10.head" -o "$TMP/h10.body" "$url"; rc=$?
+  set -e
+  [ "$rc" = 0 ] || fail "HTTP/1.0 via $url: curl exit $rc"
+  grep -qi '^transfer-encoding' "$TMP/h10.head" && fail "chunked sent to an HTTP/1.0 client via $url: $(cat "$TMP/h10.head")"
+  grep -qi '^connection: close' "$TMP/h10.head" || fail "no Connection: close via $url: $(cat "$TMP/h10.head")"
+  sum=$(sha256sum "$TMP/h10.body" | cut -d' ' -f1)
+  [ "$sum" = "$expected_sum" ] || fail "HTTP/1.0 via $url: the payload differs ($(stat -c %s "$TMP/h10.body") bytes)"
+done
 gate_stop
 echo PASS

@@ -1076,3 +1076,33 @@ Test(relay, small_buffer_never_waits_on_nothing)
     cr_assert(res != RELAY_WAIT || r.want != 0, "WAIT on nothing with cap %zu", sizeof small);
     cr_assert_eq(r.sent, sizeof body, "the 4 KiB that arrived went on: %llu", (unsigned long long)r.sent);
 }
+
+/* For an HTTP/1.0 client: the payload alone, in order, whatever the read
+ * boundaries; done at the last chunk, surplus after it not relayed. */
+Test(relay, dechunk_gives_the_payload_alone)
+{
+    static const char body[] = "4\r\nWiki\r\n6;ext=1\r\npedia \r\nE\r\nin \r\n\r\nchunks.\r\n0\r\nX-T: 1\r\n\r\nHTTP";
+    static const char payload[] = "Wikipedia in \r\n\r\nchunks.";
+    for (size_t step = 1; step <= sizeof body; step++) {
+        src_text(body, sizeof body - 1);
+        relay_init(&r, &cio, &uio, buf, cap, NULL);
+        relay_frame(&r, HTTP_BODY_CHUNKED, -1);
+        r.dechunk = true;
+        src_next = 0;
+        relay_result_t res = RELAY_WAIT;
+        while (res == RELAY_WAIT && src_next < src_len) {
+            feed(step);
+            res = relay_pump(&r);
+            drain(1 << 20);
+        }
+        cr_assert_eq(res, RELAY_DONE, "step %zu: not done", step);
+        drain(1 << 20);
+        cr_assert_eq(got_len, sizeof payload - 1, "step %zu: %zu bytes", step, got_len);
+        cr_assert_eq(memcmp(got, payload, got_len), 0, "step %zu: the payload differs", step);
+        if (step >= sizeof body - 1)    /* all of it read at once: what follows the body is surplus */
+            cr_assert(r.surplus, "the bytes after the last chunk are surplus");
+        free(src);
+        src = NULL;
+        got_len = 0;
+    }
+}
