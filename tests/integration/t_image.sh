@@ -92,7 +92,7 @@ note "rootfs: ${size} MiB; archive: $(du -m "$A" | cut -f1) MiB; checked ($(elap
 
 # --- the archive: OCI layout, one layer with the binary and config, and the
 # config the Containerfile declares (same packages file, same finish script).
-tar -tf "$A" | grep -qx oci-layout || fail "$A is not an OCI layout"
+grep -qx oci-layout <<<"$(tar -tf "$A")" || fail "$A is not an OCI layout"   # not a pipe: grep -q would cut tar off (pipefail)
 python3 - "$A" "$ROOT/deploy/Containerfile" "$ROOT/tools/deps.sh" "$ROOT/conf/skewgate.yaml" <<'PY' || fail "image config"
 import json, re, sys, tarfile
 archive, containerfile, deps, conf = sys.argv[1:5]
@@ -205,7 +205,7 @@ gate_answers() {
 }
 wait_until 20 gate_answers || fail "the gate in the container did not answer: $STATUS; logs: $(pod logs "$CID" 2>&1 | tail -5)"
 grep -q '"reason": "OutOfSkew"' <<<"$STATUS" || fail "status in the container: $STATUS"
-pod logs "$CID" 2>&1 | grep -q '"event":"listening"' || fail "no listening event in the container's log"
+grep -q '"event":"listening"' <<<"$(pod logs "$CID" 2>&1)" || fail "no listening event in the container's log"
 pod stop -t 20 "$CID" >/dev/null
 [ "$(pod inspect -f '{{.State.ExitCode}}' "$CID")" = 0 ] || fail "the gate exited $(pod inspect -f '{{.State.ExitCode}}' "$CID") on SIGTERM"
 

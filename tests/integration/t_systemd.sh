@@ -78,7 +78,10 @@ else
     ip netns exec "sg-systemd-$$" $cmd
   }
   run_unit_cmd ExecStart
-  ip netns exec "sg-systemd-$$" nft list table inet skewgate | grep -qF 'tcp dport 22623 redirect to :22643' ||
+  # Listed first, then searched: `nft ... | grep -q` under pipefail fails
+  # when grep, done early, leaves nft writing into a closed pipe.
+  table=$(ip netns exec "sg-systemd-$$" nft list table inet skewgate)
+  grep -qF 'tcp dport 22623 redirect to :22643' <<<"$table" ||
     fail "ExecStart did not install the redirect"
   run_unit_cmd ExecStop
   [ -z "$(ip netns exec "sg-systemd-$$" nft list ruleset)" ] || fail "ExecStop left rules behind"
