@@ -76,6 +76,12 @@ static void admin_metrics(void *arg, struct evhttp_request *req)
     scrape_metrics(&a->scrape, req);
 }
 
+/* The longest a local override may last: one that outlives the incident
+ * it was set for is forgotten, and a gate that admits or holds against
+ * the cluster's verdict for months is a misconfiguration. Longer needs a
+ * deliberate renewal (or the cluster-wide annotation, which has no cap). */
+#define ADMIN_OVERRIDE_MAX_MS (7ull * 24 * 3600 * 1000)
+
 /* action and for= of the override form as an override; NULL or what is wrong. */
 static const char *admin_override_of(const char *action, const char *dur, verdict_override_t *o)
 {
@@ -89,6 +95,8 @@ static const char *admin_override_of(const char *action, const char *dur, verdic
         return "action must be admit, reject or clear";
     if (dur && (config_parse_duration(dur, &ms) < 0 || ms == 0))
         return "for= must be a duration such as 30s, 10m, 1h";
+    if (ms > ADMIN_OVERRIDE_MAX_MS)
+        return "for= is at most 7d (168h): renew it, or use the cluster-wide annotation";
     o->active = true;
     o->decision = strcmp(action, "admit") ? DECISION_REJECT : DECISION_ADMIT;
     if (dur) {
@@ -119,13 +127,14 @@ static int admin_parse_override(struct evhttp_request *req, verdict_override_t *
     }
     const char *action = NULL, *dur = NULL;
     *why = NULL;
-    for (struct evkeyval *e = kv.tqh_first; e; e = e->next.tqe_next) {
-        if (!strcmp(e->key, "action"))
-            action = e->value;
-        else if (!strcmp(e->key, "for"))
-            dur = e->value;
-        else
+    for (struct evkeyval *e = kv.tqh_first; e && !*why; e = e->next.tqe_next) {
+        const char **field = !strcmp(e->key, "action") ? &action : !strcmp(e->key, "for") ? &dur : NULL;
+        if (!field)
             *why = "unknown field: expected action=admit|reject|clear[&for=DURATION]";
+        else if (*field)
+            *why = field == &action ? "action= given twice" : "for= given twice";
+        else
+            *field = e->value;
     }
     if (!*why)
         *why = admin_override_of(action, dur, o);
