@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,27 +43,78 @@ static bool ydoc_scalar_eq(const ynode_t *a, const ynode_t *b)
            memcmp(a->value, b->value, a->len) == 0;
 }
 
+/* A key's hash: FNV-1a over its bytes (embedded NULs included), from a
+ * basis mixed with the document's address, so that the slots keys land in
+ * cannot be planned from outside, then a final avalanche (MurmurHash3's
+ * fmix64) so that the low bits, which pick the slot, depend on every byte. */
+static uint64_t ydoc_key_hash(const ynode_t *key, uint64_t basis)
+{
+    uint64_t h = basis;
+    for (size_t i = 0; i < key->len; i++) {
+        h ^= (unsigned char)key->value[i];
+        h *= 0x100000001b3ull;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
 /* YAML forbids duplicate keys; libyaml leaves them to the application.
- * Runs once every node is built, as a key may come later in the array. */
+ * Runs once every node is built, as a key may come later in the array.
+ * Linear: one open-addressing hash set per mapping, in a table allocated
+ * once for the document (sized for its largest mapping, at most half full)
+ * and freed before returning; each mapping clears only the slots it owns.
+ * Reports the first key, in source order, equal to an earlier one of its
+ * mapping, in the first mapping (in node order) that has one. */
 static int ydoc_check_duplicate_keys(const ydoc_t *d, size_t count, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < count; i++) {
-        const ynode_t *n = &d->nodes[i];
-        if (n->kind != YNODE_MAP)
-            continue;
-        for (size_t j = 1; j < n->n; j++) {
-            for (size_t k = 0; k < j; k++) {
-                if (ydoc_scalar_eq(n->pairs[k].key, n->pairs[j].key)) {
-                    const ynode_t *key = n->pairs[j].key;
-                    char what[160];
-                    snprintf(what, sizeof what, "duplicate key \"%.100s\"", key->value);
-                    ydoc_error(err, errlen, key->line, key->col, what);
-                    return -1;
-                }
-            }
-        }
+    size_t largest = 0;
+    for (size_t i = 0; i < count; i++)
+        if (d->nodes[i].kind == YNODE_MAP && d->nodes[i].n > largest)
+            largest = d->nodes[i].n;
+    if (largest < 2)
+        return 0;
+    size_t cap = 4;
+    while (cap < 2 * largest)
+        cap *= 2;
+    const ynode_t **slots = calloc(cap, sizeof *slots);
+    if (!slots) {
+        ydoc_error(err, errlen, 1, 1, "out of memory");
+        return -1;
     }
-    return 0;
+    uint64_t basis = 0xcbf29ce484222325ull ^ ((uint64_t)(uintptr_t)d * 0x9e3779b97f4a7c15ull);
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        const ynode_t *n = &d->nodes[i];
+        if (n->kind != YNODE_MAP || n->n < 2)
+            continue;
+        size_t mask = 4;
+        while (mask < 2 * n->n)
+            mask *= 2;
+        mask -= 1;
+        for (size_t j = 0; j < n->n; j++) {
+            const ynode_t *key = n->pairs[j].key;
+            if (key->kind != YNODE_SCALAR)
+                continue;   /* never equal to another key here */
+            size_t s = (size_t)ydoc_key_hash(key, basis) & mask;
+            while (slots[s] && !ydoc_scalar_eq(slots[s], key))
+                s = (s + 1) & mask;
+            if (slots[s]) {
+                char what[160];
+                snprintf(what, sizeof what, "duplicate key \"%.100s\"", key->value);
+                ydoc_error(err, errlen, key->line, key->col, what);
+                rc = -1;
+                break;
+            }
+            slots[s] = key;
+        }
+        memset(slots, 0, (mask + 1) * sizeof *slots);
+    }
+    free(slots);
+    return rc;
 }
 
 /* Mirrors libyaml's node arrays into ynodes; ids index doc.nodes from 1. */

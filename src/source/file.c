@@ -1,6 +1,7 @@
 /* The file source: the MachineConfiguration kept in a file, for clusters
  * where something else (a sidecar, an admin) writes it, and for tests. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,17 +18,41 @@
 
 /* A burst of events (an editor's create, write, delete) settles for this
  * long before the file is looked at, so that a file that is half written or
- * briefly missing in between is not reported. An event that says a write is
- * complete (a rename onto a name, a close after writing) is looked at at
- * once: that is how a verdict flip stays within milliseconds. */
+ * briefly missing in between is not reported.
+ *
+ * What is read is believed only when it is whole:
+ * - a rename onto the name, or in its directory (an atomic replace, a
+ *   ConfigMap's "..data" swap), installs a finished file: believed at once,
+ *   which keeps a verdict flip within milliseconds;
+ * - anything else (a close after writing, a change the poll notices, the
+ *   first read) is a candidate, believed only when a second read at least
+ *   SETTLE_MS later finds the same inode, size, mtime, ctime and content
+ *   hash, with no event naming the file (a write, IN_MODIFY) in between.
+ *   An in-place rewrite made of several write() calls, or of several
+ *   open-write-close steps, thus waits until the file has stopped changing.
+ * With inotify, a file written to and not yet closed by its writer is not
+ * believed either, for up to WRITER_MAX_MS.
+ * Until then the last good view stands and nothing is reported: a file cut
+ * short that parses (e.g. a status missing) is never a verdict. A stable
+ * file that does not parse, or names another object, is an error (the last
+ * good view is kept, as for any source failure). */
 #define SETTLE_MS 100
+
+/* With inotify, a write to the name is also awaited until its writer closes
+ * the file (a writer pausing mid-file), but not longer than this: a writer
+ * may keep the file open for good. */
+#define WRITER_MAX_MS 5000
+
+/* The object the gate enforces, as for the kube source's default. */
+#define FILE_OBJECT_NAME "cluster"
 
 /* Any change in the directory may change the file: its name may be a
  * symlink through a sibling (a ConfigMap volume swaps "..data"), so every
- * event leads to a stat, and the stat decides. */
+ * event leads to a stat, and the stat decides. IN_MODIFY tells that a
+ * write is under way. */
 #define WATCH_MASK                                                                          \
     (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB |     \
-     IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+     IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
 typedef struct file_identity {
     bool exists;
@@ -47,6 +72,16 @@ typedef struct source_file {
     int watch;              /* -1 while the directory cannot be watched */
     bool name_touched;      /* an event named the file: read it even if stat looks the same */
     bool write_complete;    /* a rename or close-after-write: look at once */
+    bool renamed;           /* a rename onto the name since the last look */
+    bool renamed_beside;    /* a rename of a sibling: whole if the name is a symlink */
+    bool writing;           /* a write to the name not yet followed by its close */
+    uint64_t writing_since_ns;
+    struct {                /* a read not yet believed (see SETTLE_MS) */
+        bool has;
+        file_identity_t id;
+        uint64_t hash;
+        uint64_t at_ns;
+    } candidate;
     struct event *inotify_ev, *settle_ev, *poll_ev;
     file_identity_t seen;   /* the file as last read */
     source_state_t state;   /* as last reported */
@@ -97,29 +132,94 @@ static void become_absent(source_file_t *f)
     source_report(&f->base, SOURCE_ABSENT, NULL);
 }
 
-static void check(source_file_t *f, bool force)
+static uint64_t content_hash(const char *text, size_t len)
 {
-    struct stat st;
-    if (stat(f->path, &st) != 0) {
-        if (errno == ENOENT || errno == ENOTDIR) {
-            become_absent(f);
-        } else {
-            char why[MCOBJ_ERR_LEN];
-            snprintf(why, sizeof why, "%s: %s", f->path, strerror(errno));
-            fail(f, why);
+    uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a */
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)text[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static void arm_settle(source_file_t *f)
+{
+    if (!evtimer_pending(f->settle_ev, NULL)) {
+        struct timeval settle = {0, SETTLE_MS * 1000};
+        evtimer_add(f->settle_ev, &settle);
+    }
+}
+
+/* Reads the whole file into *text (NUL-terminated) and the identity it had
+ * throughout; 1 when it changed while being read, 0, or -1 with why. */
+static int read_whole(const char *path, char **text, size_t *len, file_identity_t *id, char *why,
+                      size_t whylen)
+{
+    *text = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat before, after;
+    if (fd < 0 || fstat(fd, &before) != 0) {
+        snprintf(why, whylen, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    size_t cap = (size_t)before.st_size + 1, n = 0;
+    if ((size_t)before.st_size > MCOBJ_MAX_BYTES) {
+        snprintf(why, whylen, "%s: larger than %u bytes", path, MCOBJ_MAX_BYTES);
+        close(fd);
+        return -1;
+    }
+    char *buf = malloc(cap + 1);
+    for (ssize_t r = 1; buf && r > 0;) {
+        if (n == cap) {   /* grew since the fstat: read on, then call it changed */
+            char *bigger = cap > MCOBJ_MAX_BYTES ? NULL : realloc(buf, 2 * cap + 1);
+            if (!bigger)
+                break;
+            buf = bigger;
+            cap *= 2;
         }
-        return;
+        r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            r = 1;
+        else if (r < 0) {
+            snprintf(why, whylen, "%s: %s", path, strerror(errno));
+            free(buf);
+            close(fd);
+            return -1;
+        } else
+            n += (size_t)r;
     }
-    file_identity_t id = identity_of(&st);
-    if (!force && f->state != SOURCE_NO_DATA && identity_equal(&id, &f->seen)) {
-        if (f->state != SOURCE_FAILING)
-            source_synced(&f->base);
-        return;
+    int rc = fstat(fd, &after);
+    close(fd);
+    if (!buf || rc != 0) {
+        snprintf(why, whylen, "%s: %s", path, !buf ? "out of memory" : strerror(errno));
+        free(buf);
+        return -1;
     }
-    f->seen = id;
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    *id = identity_of(&after);
+    file_identity_t was = identity_of(&before);
+    return identity_equal(&was, id) && (off_t)n == after.st_size ? 0 : 1;
+}
+
+/* A believed read: report it (or the error it holds). */
+static void take(source_file_t *f, const file_identity_t *id, const char *text, size_t len)
+{
+    f->seen = *id;
     char err[MCOBJ_ERR_LEN];
-    json_t *object = mcobj_load(f->path, err, sizeof err);
+    json_t *object = mcobj_parse(text, len, f->path, err, sizeof err);
     if (!object) {
+        fail(f, err);
+        return;
+    }
+    const char *name = json_string_value(json_object_get(json_object_get(object, "metadata"), "name"));
+    if (!name || strcmp(name, FILE_OBJECT_NAME) != 0) {
+        snprintf(err, sizeof err, "%s: the MachineConfiguration is named \"%.100s\", expected \"%s\"",
+                 f->path, name ? name : "", FILE_OBJECT_NAME);
+        json_decref(object);
         fail(f, err);
         return;
     }
@@ -137,6 +237,65 @@ static void check(source_file_t *f, bool force)
     log_msg(LOG_INFO, "source_loaded", "%s: MachineConfiguration read (resourceVersion %s)",
             f->path, rv ? rv : "unset");
     source_report(&f->base, SOURCE_PRESENT, object);
+}
+
+static void check(source_file_t *f, bool force)
+{
+    struct stat st;
+    bool renamed = f->renamed || (f->renamed_beside && lstat(f->path, &st) == 0 && S_ISLNK(st.st_mode));
+    f->renamed = f->renamed_beside = false;
+    if (stat(f->path, &st) != 0) {
+        f->candidate.has = false;
+        if (errno == ENOENT || errno == ENOTDIR) {
+            become_absent(f);
+        } else {
+            char why[MCOBJ_ERR_LEN];
+            snprintf(why, sizeof why, "%s: %s", f->path, strerror(errno));
+            fail(f, why);
+        }
+        return;
+    }
+    file_identity_t id = identity_of(&st);
+    if (!force && !f->candidate.has && f->state != SOURCE_NO_DATA && identity_equal(&id, &f->seen)) {
+        if (f->state != SOURCE_FAILING)
+            source_synced(&f->base);
+        return;
+    }
+    char *text;
+    size_t len;
+    char why[MCOBJ_ERR_LEN];
+    int changing = read_whole(f->path, &text, &len, &id, why, sizeof why);
+    if (changing < 0) {
+        f->candidate.has = false;
+        if (errno == ENOENT)
+            become_absent(f);
+        else
+            fail(f, why);
+        return;
+    }
+    uint64_t hash = content_hash(text, len);
+    uint64_t now = clock_monotonic_ns();
+    if (changing) {
+        f->candidate.has = false;     /* written while read: look again */
+        arm_settle(f);
+    } else if (renamed) {
+        f->candidate.has = false;     /* renamed into place: whole */
+        take(f, &id, text, len);
+    } else if (f->candidate.has && identity_equal(&f->candidate.id, &id) && f->candidate.hash == hash &&
+               now - f->candidate.at_ns >= (uint64_t)SETTLE_MS * 1000000u &&
+               (!f->writing || now - f->writing_since_ns >= (uint64_t)WRITER_MAX_MS * 1000000u)) {
+        f->candidate.has = false;     /* unchanged for SETTLE_MS: whole */
+        take(f, &id, text, len);
+    } else {
+        if (!f->candidate.has || !identity_equal(&f->candidate.id, &id) || f->candidate.hash != hash) {
+            f->candidate.has = true;
+            f->candidate.id = id;
+            f->candidate.hash = hash;
+            f->candidate.at_ns = now;
+        }
+        arm_settle(f);
+    }
+    free(text);
 }
 
 static void watch_dir(source_file_t *f, bool log_failure)
@@ -163,8 +322,23 @@ static void note_event(source_file_t *f, const struct inotify_event *ev)
             inotify_rm_watch(f->inotify_fd, f->watch);
         f->watch = -1;
     }
-    if (ev->len > 0 && strcmp(ev->name, f->name) == 0)
+    bool ours = ev->len > 0 && strcmp(ev->name, f->name) == 0;
+    if (ours)
         f->name_touched = true;
+    if (ours && (ev->mask & IN_MODIFY))
+        f->candidate.has = false;   /* a write under way: what was read is not whole */
+    if (ours && (ev->mask & IN_MODIFY) && !f->writing) {
+        f->writing = true;
+        f->writing_since_ns = clock_monotonic_ns();
+    }
+    if (ours && (ev->mask & IN_CLOSE_WRITE))
+        f->writing = false;
+    if (ev->mask & IN_MOVED_TO) {
+        if (ours)
+            f->renamed = true;
+        else
+            f->renamed_beside = true;
+    }
     if (ev->mask & (IN_MOVED_TO | IN_CLOSE_WRITE))
         f->write_complete = true;
 }
@@ -197,7 +371,9 @@ static void on_settle(evutil_socket_t fd, short what, void *arg)
     (void)what;
     source_file_t *f = arg;
     rewatch_if_lost(f);
-    bool force = f->name_touched;
+    /* An event naming the file forces a read even if stat looks the same;
+     * a candidate being confirmed is read anyway. */
+    bool force = f->name_touched && !f->candidate.has;
     f->name_touched = false;
     f->write_complete = false;
     check(f, force);

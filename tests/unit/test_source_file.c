@@ -1,5 +1,6 @@
 #include <criterion/criterion.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,10 @@ static void start(uint64_t poll_ms)
     cr_assert_not_null(src);
     cr_assert_str_eq(source_kind(src), "file");
     cr_assert_eq(source_start(src), 0);
+    /* The first read, like any read but a rename's, is believed once it is
+     * seen unchanged SETTLE_MS later (src/source/file.c). */
+    if (seen.calls == 0)
+        wait_for_report(0);
 }
 
 /* Polling is far off in most tests, so that inotify alone must see changes. */
@@ -229,4 +234,97 @@ Test(source_file, polling_confirms_the_view)
     double first = source_last_sync(src);
     cr_expect(quiet_for(200));
     cr_expect_gt(source_last_sync(src), first);
+}
+
+static const char *seen_mode(void)
+{
+    return json_string_value(json_object_get(
+        json_object_get(json_object_get(seen.object, "status"), "bootImageSkewEnforcementStatus"), "mode"));
+}
+
+/* An object whose first part alone parses: a MachineConfiguration with no
+ * status (StatusUnset, i.e. admit under the default when_unknown). */
+static const char head_part[] = "apiVersion: operator.openshift.io/v1\n"
+                                "kind: MachineConfiguration\n"
+                                "metadata:\n"
+                                "  name: cluster\n"
+                                "  resourceVersion: \"2\"\n";
+static const char tail_part[] = "status:\n"
+                                "  bootImageSkewEnforcementStatus:\n"
+                                "    mode: Manual\n"
+                                "    manual: {mode: OCPVersion, ocpVersion: 4.12.0}\n";
+
+static void write_all(int fd, const char *text)
+{
+    size_t len = strlen(text);
+    cr_assert_eq(write(fd, text, len), (ssize_t)len);
+}
+
+/* Issue 12: an in-place rewrite, one open and several write() calls, with
+ * the poll on: the half-written file (which parses, status missing) must
+ * never be reported, only the whole one once its writer is done. */
+Test(source_file, in_place_rewrite_in_several_writes_is_seen_whole)
+{
+    write_object(path, "1");
+    start(50);
+    cr_assert_eq(seen.calls, 1);
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    cr_assert_geq(fd, 0);
+    write_all(fd, head_part);
+    cr_expect(quiet_for(400), "a half-written file was reported: rv %s", seen_rv());
+    write_all(fd, tail_part);
+    cr_assert_eq(close(fd), 0);
+    cr_assert(wait_for_report(1));
+    cr_expect_eq(seen.state, SOURCE_PRESENT);
+    cr_expect_str_eq(seen_rv(), "2");
+    cr_expect_str_eq(seen_mode(), "Manual");
+    cr_expect(quiet_for(200));
+    cr_expect_eq(seen.calls, 2);
+}
+
+/* The same in two open-write-close steps (a truncating write, then an
+ * append): each close looks complete; the stability rule waits until the
+ * file has stayed the same for SETTLE_MS. */
+Test(source_file, in_place_rewrite_in_two_closes_is_seen_whole)
+{
+    write_object(path, "1");
+    start(NO_POLL_MS);
+    cr_assert_eq(seen.calls, 1);
+    write_text(path, head_part);
+    cr_expect(quiet_for(30), "the first half was reported at once");
+    FILE *f = fopen(path, "a");
+    cr_assert_not_null(f);
+    fputs(tail_part, f);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert(wait_for_report(1));
+    cr_expect_eq(seen.state, SOURCE_PRESENT);
+    cr_expect_str_eq(seen_rv(), "2");
+    cr_expect_str_eq(seen_mode(), "Manual");
+}
+
+/* An object named other than "cluster" is an error, as for the kube source:
+ * the last good view is kept. */
+Test(source_file, wrong_name_is_an_error)
+{
+    write_object(path, "1");
+    start(NO_POLL_MS);
+    write_text(path, "apiVersion: operator.openshift.io/v1\n"
+                     "kind: MachineConfiguration\n"
+                     "metadata:\n"
+                     "  name: other\n"
+                     "  resourceVersion: \"2\"\n"
+                     "status:\n"
+                     "  bootImageSkewEnforcementStatus:\n"
+                     "    mode: None\n");
+    cr_assert(wait_for_report(1));
+    cr_expect_eq(seen.state, SOURCE_FAILING);
+    cr_expect_str_eq(seen_rv(), "1");
+}
+
+Test(source_file, wrong_name_at_start_is_an_error)
+{
+    write_text(path, "apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nmetadata:\n  name: x\n");
+    start(NO_POLL_MS);
+    cr_expect_eq(seen.state, SOURCE_FAILING);
+    cr_expect_null(seen.object);
 }

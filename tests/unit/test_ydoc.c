@@ -1,5 +1,8 @@
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/ydoc.h"
 
@@ -80,4 +83,97 @@ Test(ydoc, integer_overflow_is_an_error)
 {
     cr_expect_null(yaml_to_json("a: 99999999999999999999999\n"));
     cr_expect_str_eq(err, "1:4: integer out of range");
+}
+
+/* "metadata:\n  annotations:\n" then n keys "    k<i>: v\n"; a duplicate of
+ * key dup_of (if >= 0) is appended as the last one, on line n + 3. */
+static char *annotations_yaml(size_t n, long dup_of, size_t *len)
+{
+    size_t cap = 64 + (n + 1) * 32;
+    char *text = malloc(cap);
+    cr_assert_not_null(text);
+    size_t off = (size_t)snprintf(text, cap, "metadata:\n  annotations:\n");
+    for (size_t i = 0; i < n; i++)
+        off += (size_t)snprintf(text + off, cap - off, "    example.com/key-%zu: \"v\"\n", i);
+    if (dup_of >= 0)
+        off += (size_t)snprintf(text + off, cap - off, "    example.com/key-%ld: \"again\"\n", dup_of);
+    *len = off;
+    return text;
+}
+
+static double elapsed_ms(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
+}
+
+/* Issue 12: the duplicate-key check was quadratic (60 000 keys: 52 s). */
+Test(ydoc, sixty_thousand_distinct_keys_parse_in_linear_time)
+{
+    size_t len;
+    char *text = annotations_yaml(60000, -1, &len);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ydoc_t *d = ydoc_parse(text, len, err, sizeof err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_assert_not_null(d, "%s", err);
+    cr_expect_eq(ynode_get(ynode_get(ydoc_root(d), "metadata"), "annotations")->n, 60000);
+    double ms = elapsed_ms(&t0, &t1);
+    cr_log_info("ydoc: 60000 distinct annotation keys (%zu bytes) parsed in %.1f ms", len, ms);
+    fprintf(stderr, "ydoc: 60000 distinct annotation keys (%zu bytes) parsed in %.1f ms\n", len, ms);
+    cr_expect_lt(ms, 1000.0, "60000 keys took %.1f ms", ms);
+    ydoc_free(d);
+    free(text);
+}
+
+/* A duplicate anywhere in a large mapping is found, at its own line and
+ * column: 2000 keys in a table of 4096 slots share slots by the hundred, so
+ * every duplicate below sits somewhere along a probe chain. */
+Test(ydoc, duplicate_found_among_many_keys_at_its_position)
+{
+    static const long dups[] = {0, 1, 2, 3, 999, 1000, 1500, 1998, 1999};
+    for (size_t i = 0; i < sizeof dups / sizeof dups[0]; i++) {
+        size_t len;
+        char *text = annotations_yaml(2000, dups[i], &len);
+        ydoc_t *d = ydoc_parse(text, len, err, sizeof err);
+        cr_expect_null(d, "duplicate of key %ld not found", dups[i]);
+        ydoc_free(d);
+        char want[128];
+        snprintf(want, sizeof want, "2003:5: duplicate key \"example.com/key-%ld\"", dups[i]);
+        cr_expect_str_eq(err, want);
+        free(text);
+    }
+    /* every key of a 300-key mapping, in turn */
+    for (long k = 0; k < 300; k++) {
+        size_t len;
+        char *text = annotations_yaml(300, k, &len);
+        cr_expect_null(ydoc_parse(text, len, err, sizeof err), "duplicate of key %ld not found", k);
+        char want[128];
+        snprintf(want, sizeof want, "303:5: duplicate key \"example.com/key-%ld\"", k);
+        cr_expect_str_eq(err, want);
+        free(text);
+    }
+}
+
+/* Keys alike in length and prefix, or equal up to an embedded NUL, are
+ * different keys; the first duplicate in source order is the one named,
+ * in the first mapping (in document order) that has one. */
+Test(ydoc, duplicate_keys_edge_cases)
+{
+    const char *ok = "ab: 1\nba: 2\naa: 3\nbb: 4\na: 5\nb: 6\n\"a\\0b\": 7\n\"a\\0c\": 8\n? [x]\n: 9\n? [x]\n: 10\n";
+    json_t *j = yaml_to_json(ok);
+    cr_expect(j == NULL || json_is_object(j), "%s", err);
+    ydoc_t *d = ydoc_parse(ok, strlen(ok), err, sizeof err);
+    cr_expect_not_null(d, "non-scalar keys and near-equal keys are not duplicates: %s", err);
+    ydoc_free(d);
+
+    cr_expect_null(yaml_to_json("x: 1\ny:\n  a: 1\n  b: 2\n  a: 3\nz: 2\nx: 4\n"));
+    cr_expect_str_eq(err, "7:1: duplicate key \"x\"");
+    cr_expect_null(yaml_to_json("p:\n  b: 1\n  c: 2\n  c: 3\n  b: 4\n"));
+    cr_expect_str_eq(err, "4:3: duplicate key \"c\"");
+    cr_expect_null(yaml_to_json("{a: 1, 'a': 2}\n"));
+    cr_expect_str_eq(err, "1:8: duplicate key \"a\"");
+    cr_expect_null(yaml_to_json("\"a\\0b\": 1\n\"a\\0b\": 2\n"));
+    cr_expect_str_eq(err, "2:1: duplicate key \"a\"");
+    cr_expect_null(yaml_to_json("\"\": 1\n'': 2\n"));
+    cr_expect_str_eq(err, "2:1: duplicate key \"\"");
 }
