@@ -50,11 +50,11 @@ for t in "${targets[@]}"; do
     [ -e "${m[0]}" ] || { echo "run.sh: $t: no source matches $g" >&2; exit 2; }
     srcs+=("${m[@]}")
   done
-  pkgs=$(meta "$src" pkgs '')
+  read -r -a pkgs <<<"$(meta "$src" pkgs '')"
   pc_c=() pc_l=()
-  if [ -n "$pkgs" ]; then
-    read -r -a pc_c <<<"$(pkg-config --cflags $pkgs)"
-    read -r -a pc_l <<<"$(pkg-config --libs $pkgs)"
+  if [ ${#pkgs[@]} -gt 0 ]; then
+    read -r -a pc_c <<<"$(pkg-config --cflags "${pkgs[@]}")"
+    read -r -a pc_l <<<"$(pkg-config --libs "${pkgs[@]}")"
   fi
   if ! "$cc" "${cflags[@]}" ${pc_c[@]+"${pc_c[@]}"} -o "$out/fuzz_$t" "$src" "${srcs[@]}" \
        ${pc_l[@]+"${pc_l[@]}"} -lpthread 2>"$out/build_$t.log"; then
