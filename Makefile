@@ -4,6 +4,7 @@
 #   make TSAN=1 ...   ThreadSanitizer build in build-tsan/
 #   make test         unit (Criterion) + integration tests
 #   make run          the local demo stack (see README)
+#   make fuzz         every libFuzzer target for FUZZ_SECONDS (default 20) each
 #   make image        the container image, without a registry: build/image/skewgate.oci.tar
 
 PKGS := libevent libevent_openssl libevent_pthreads openssl jansson yaml-0.1 libnftables
@@ -39,7 +40,7 @@ BIN      := $(BUILD)/skewgate
 LIB      := $(BUILD)/libskewgate.a
 UNIT_BIN := $(BUILD)/unit-tests
 
-.PHONY: all deps test unit integration run check-conf clean bench bench-smoke image image-rootfs
+.PHONY: all deps test unit integration run check-conf clean bench bench-smoke image image-rootfs fuzz
 all: $(BIN)
 
 deps:
@@ -108,6 +109,11 @@ bench:
 
 bench-smoke:
 	./bench/run --smoke
+
+# libFuzzer + ASan + UBSan targets (tests/fuzz/run.sh); FUZZ_JOBS=2 runs two at once.
+FUZZ_SECONDS ?= 20
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) ./tests/fuzz/run.sh
 
 clean:
 	rm -rf build build-san build-tsan build-bench

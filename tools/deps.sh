@@ -10,6 +10,8 @@ pkgs=(build-essential pkg-config libevent-dev libssl-dev libjansson-dev libyaml-
 # builds its root filesystem, buildah commits it, podman runs it (with runc:
 # crun refuses a hybrid cgroup layout).
 pkgs+=(debootstrap buildah podman runc)
+# make fuzz (tests/fuzz/run.sh): clang and its libFuzzer runtime.
+pkgs+=(clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

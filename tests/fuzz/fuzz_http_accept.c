@@ -1,0 +1,50 @@
+/* libFuzzer target: Accept -> Ignition spec (http_accept_ignition_spec).
+ * Checks: the answer is a valid ignition_spec_t (never the __COUNT
+ * sentinel); a header without the Ignition media type anywhere answers
+ * IGNITION_SPEC_2_2, as no header does; the answer depends on the bytes
+ * given only (the same text at another address, with other bytes after
+ * it, answers the same). */
+// sources: src/http/*.c
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/accept.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool has_ignition_type(const char *p, size_t n)
+{
+    static const char t[] = "application/vnd.coreos.ignition+json";
+    size_t tl = sizeof t - 1;
+    for (size_t i = 0; i + tl <= n; i++)
+        if (strncasecmp(p + i, t, tl) == 0)
+            return true;
+    return false;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > 16384)
+        return 0;
+    char *a = malloc(size ? size : 1);     /* exact size: ASan sees over-reads */
+    memcpy(a, data, size);
+    ignition_spec_t s = http_accept_ignition_spec(a, size);
+    if ((unsigned)s >= IGNITION_SPEC__COUNT)
+        abort();
+    if (!has_ignition_type(a, size) && s != IGNITION_SPEC_2_2)
+        abort();
+
+    char *b = malloc(size + 8);
+    memcpy(b, data, size);
+    memcpy(b + size, ";q=0, *\0", 8);
+    if (http_accept_ignition_spec(b, size) != s)
+        abort();
+    free(a);
+    free(b);
+    if (http_accept_ignition_spec(NULL, 0) != IGNITION_SPEC_2_2)
+        abort();
+    return 0;
+}
