@@ -85,6 +85,18 @@ mcs_start() {
   wait_until 10 curl -sf -o /dev/null "http://127.0.0.1:$MCS_PORT/healthz" || fail "MCS stand-in did not start"
 }
 
+# start_bad MODE [ARGS...]: the misbehaving upstream (bad_upstream.py says
+# what each mode does) on a free loopback port; sets BAD_PORT. It counts
+# the requests it reads in $TMP/bad.count.
+start_bad() {
+  local mode=$1; shift
+  python3 "$ROOT/tests/integration/bad_upstream.py" --mode "$mode" --port-file "$TMP/bad.port" \
+    --count-file "$TMP/bad.count" "$@" &
+  PIDS+=($!)
+  wait_until 10 test -s "$TMP/bad.port" || fail "bad upstream did not start"
+  BAD_PORT=$(cat "$TMP/bad.port"); rm -f "$TMP/bad.port"
+}
+
 # gate_config FILE MODE OBJECT [EXTRA_YAML]: a gate on 127.0.0.1 port 0
 # (TLS and plain), in front of the stand-in, with the file source.
 # EXTRA_YAML adds top-level sections; UPSTREAM_EXTRA (indented lines) adds

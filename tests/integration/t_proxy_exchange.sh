@@ -11,14 +11,6 @@ certs
 object="$TMP/mc.yaml"
 set_object automatic-compliant.yaml "$object"
 
-start_bad() { # MODE [ARGS...] -> BAD_PORT
-  local mode=$1; shift
-  python3 "$ROOT/tests/integration/bad_upstream.py" --mode "$mode" --port-file "$TMP/bad.port" \
-    --count-file "$TMP/bad.count" "$@" &
-  PIDS+=($!)
-  wait_until 10 test -s "$TMP/bad.port" || fail "bad upstream did not start"
-  BAD_PORT=$(cat "$TMP/bad.port"); rm -f "$TMP/bad.port"
-}
 
 note "a 12 KiB upstream head is relayed whole, plain and TLS"
 start_bad bighead --head-bytes 12288

@@ -11,12 +11,6 @@ certs
 object="$TMP/mc.yaml"
 set_object automatic-compliant.yaml "$object"
 
-start_bad() { # MODE -> BAD_PORT
-  python3 "$ROOT/tests/integration/bad_upstream.py" --mode "$1" --port-file "$TMP/bad.port" &
-  PIDS+=($!)
-  wait_until 10 test -s "$TMP/bad.port" || fail "bad upstream did not start"
-  BAD_PORT=$(cat "$TMP/bad.port"); rm -f "$TMP/bad.port"
-}
 
 # fetch URL OUT: curl's exit status, bytes in OUT
 fetch() {

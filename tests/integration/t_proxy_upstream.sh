@@ -15,12 +15,6 @@ out=$(curl -s -o /dev/null -w '%{http_code} %{size_download}\n' "http://127.0.0.
 [ "$out" = $'502 0\n502 0' ] || fail "upstream down: $out"
 gate_stop
 
-start_bad() { # MODE -> BAD_PORT
-  python3 "$ROOT/tests/integration/bad_upstream.py" --mode "$1" --port-file "$TMP/bad.port" --count-file "$TMP/bad.count" &
-  PIDS+=($!)
-  wait_until 10 test -s "$TMP/bad.port" || fail "bad upstream did not start"
-  BAD_PORT=$(cat "$TMP/bad.port"); rm -f "$TMP/bad.port"
-}
 
 note "upstream stalls -> 504 within upstream.response_timeout"
 start_bad stall
