@@ -137,10 +137,11 @@ assert "COPY --from=build /src/build/skewgate /usr/local/bin/skewgate" in text
 assert "COPY conf/ /etc/skewgate/" in text
 assert re.search(r"^ARG DEBIAN=\S*debian:(12|bookworm)", text, re.M), "the Containerfile is not on Debian 12"
 # Its build stage installs every build package of tools/deps.sh (the
-# -dev ones, less the test-only Criterion).
+# -dev ones, less the test-only ones: Criterion, the libFuzzer runtime).
 build = text.split("FROM ${DEBIAN} AS build", 1)[1].split("\nFROM ", 1)[0]
 need = {"build-essential", "pkg-config"} | set(re.findall(r"\b(lib[a-z0-9.+-]+-dev)\b", open(deps).read()))
-missing = sorted(p for p in need - {"libcriterion-dev"} if not re.search(r"\b" + re.escape(p) + r"\b", build))
+test_only = {"libcriterion-dev", "libclang-rt-14-dev"}
+missing = sorted(p for p in need - test_only if not re.search(r"\b" + re.escape(p) + r"\b", build))
 assert not missing, "deploy/Containerfile's build stage lacks " + " ".join(missing)
 PY
 
