@@ -27,7 +27,10 @@
  * - anything else (a close after writing, a change the poll notices, the
  *   first read) is a candidate, believed only when a second read at least
  *   SETTLE_MS later finds the same inode, size, mtime, ctime and content
- *   hash, with no event naming the file (a write, IN_MODIFY) in between.
+ *   hash, with no event naming the file (a write, IN_MODIFY) in between;
+ *   or at once when its mtime and ctime are already SETTLE_MS old (the
+ *   same proof, taken from the file: the object the gate starts with is
+ *   then its verdict before the listeners open, as it always was).
  *   An in-place rewrite made of several write() calls, or of several
  *   open-write-close steps, thus waits until the file has stopped changing.
  * With inotify, a file written to and not yet closed by its writer is not
@@ -239,6 +242,20 @@ static void take(source_file_t *f, const file_identity_t *id, const char *text, 
     source_report(&f->base, SOURCE_PRESENT, object);
 }
 
+/* The file's last change (data or inode) lies SETTLE_MS or more behind. */
+static bool quiet_for_settle(const file_identity_t *id)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    const struct timespec *last = id->ctim.tv_sec > id->mtim.tv_sec ||
+                                          (id->ctim.tv_sec == id->mtim.tv_sec && id->ctim.tv_nsec > id->mtim.tv_nsec)
+                                      ? &id->ctim
+                                      : &id->mtim;
+    int64_t age_ms = ((int64_t)now.tv_sec - (int64_t)last->tv_sec) * 1000 +
+                     ((int64_t)now.tv_nsec - (int64_t)last->tv_nsec) / 1000000;
+    return age_ms >= SETTLE_MS;
+}
+
 static void check(source_file_t *f, bool force)
 {
     struct stat st;
@@ -280,6 +297,9 @@ static void check(source_file_t *f, bool force)
         arm_settle(f);
     } else if (renamed) {
         f->candidate.has = false;     /* renamed into place: whole */
+        take(f, &id, text, len);
+    } else if (!f->writing && quiet_for_settle(&id)) {
+        f->candidate.has = false;     /* not changed for SETTLE_MS: whole */
         take(f, &id, text, len);
     } else if (f->candidate.has && identity_equal(&f->candidate.id, &id) && f->candidate.hash == hash &&
                now - f->candidate.at_ns >= (uint64_t)SETTLE_MS * 1000000u &&

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "source/source.h"
 
@@ -327,4 +328,24 @@ Test(source_file, wrong_name_at_start_is_an_error)
     start(NO_POLL_MS);
     cr_expect_eq(seen.state, SOURCE_FAILING);
     cr_expect_null(seen.object);
+}
+
+/* A file that has not changed for a while is whole: the object the gate
+ * starts with is reported within source_start, before the listeners open
+ * (without this, the first requests of a starting gate were judged by
+ * when_unknown while the first read waited out the settle time). */
+Test(source_file, a_quiet_file_is_believed_at_start)
+{
+    write_object(path, "7");
+    struct timespec past[2] = {{.tv_sec = time(NULL) - 10}, {.tv_sec = time(NULL) - 10}};
+    cr_assert_eq(utimensat(AT_FDCWD, path, past, 0), 0);
+    /* ctime moves with utimensat; wait until it too lies SETTLE_MS back. */
+    cr_assert(quiet_for(150));
+    config_source_file_t cfg = {.path = path, .poll_interval_ms = NO_POLL_MS};
+    src = source_file_new(base, &cfg, record, &seen);
+    cr_assert_not_null(src);
+    cr_assert_eq(source_start(src), 0);
+    cr_assert_eq(seen.calls, 1, "not reported within source_start");
+    cr_expect_eq(seen.state, SOURCE_PRESENT);
+    cr_expect_str_eq(seen_rv(), "7");
 }
