@@ -14,8 +14,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 [ -f "$lib" ] || { echo "FAIL: no $lib next to $SKEWGATE_BIN"; exit 1; }
+# The driver is built with the sanitizer the library was built with (the
+# TSan pass sets SKEWGATE_SAN too): the library's own symbols say which.
+syms=$(nm "$lib" 2>/dev/null)
 san=()
-[ "${SKEWGATE_SAN:-}" = 1 ] && san=(-fsanitize=address,undefined -fno-sanitize-recover=all)
+if grep -q '__tsan_' <<<"$syms"; then
+  san=(-fsanitize=thread)
+elif grep -q '__asan_' <<<"$syms"; then
+  san=(-fsanitize=address,undefined -fno-sanitize-recover=all)
+fi
 pkgs="libevent libevent_openssl libevent_pthreads openssl jansson yaml-0.1 libnftables"
 # shellcheck disable=SC2046
 if ! ${CC:-cc} -std=c11 -D_GNU_SOURCE -O1 -g "${san[@]}" -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
