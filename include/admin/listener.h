@@ -1,6 +1,6 @@
 /* admin: the loopback admin listener (evhttp on the verdict thread's
- * event_base): GET /healthz, /readyz, /verdict, /metrics and
- * POST /override. Everything it reads lives on that thread, except the
+ * event_base): GET / (the status page), /healthz, /readyz, /verdict,
+ * /held, /metrics and POST /override. Everything it reads lives on that thread, except the
  * workers' counters, which metrics.h makes safe to read from here. */
 #ifndef SKEWGATE_ADMIN_H
 #define SKEWGATE_ADMIN_H

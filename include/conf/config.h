@@ -152,6 +152,12 @@ typedef struct config_redirect {
     size_t n_ports;             /* 0: redirect.ports not written, config_redirect_ports derives them */
 } config_redirect_t;
 
+/* The held-nodes table (proxy/held.h): the recently rejected clients. */
+typedef struct config_held {
+    uint32_t max_clients;       /* default 4096, split across workers */
+    uint64_t forget_after_ms;   /* default 15m of silence */
+} config_held_t;
+
 typedef struct config_log {
     log_level_t level;          /* default info */
     bool access;                /* default true */
@@ -170,6 +176,7 @@ typedef struct config {
     config_admin_t admin;
     config_redirect_t redirect;
     config_metrics_t metrics;
+    config_held_t held;
     config_log_t log;
 } config_t;
 

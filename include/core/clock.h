@@ -22,6 +22,15 @@ static inline uint64_t clock_coarse_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Wall-clock milliseconds since the epoch at tick resolution, without a
+ * system call: for times shown to people (the held-nodes table). */
+static inline uint64_t clock_wall_coarse_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 /* A duration in milliseconds as the struct timeval libevent takes. */
 static inline struct timeval clock_timeval(uint64_t ms)
 {

@@ -117,6 +117,11 @@ bool conn_will_close(const conn_t *c);
 void conn_keep_alive_off(conn_t *c);
 /* An error answered with an empty body: status, reason, whether to close. */
 void conn_send_error(conn_t *c, int status, const char *reason, bool close_after);
+/* The held-nodes hook (proxy/held.h): every path that rejects a gated
+ * request calls it once, with its reason's name ("OutOfSkew",
+ * "TokenMissing", "UnknownMachine", ...), while the request's head is
+ * being dispatched (the pool is known and the head is in the buffer). */
+void conn_record_held(conn_t *c, const char *reason);
 /* Sets the connection's deadline (header, idle or queue) ms from now, or
  * clears it (CONN_DEADLINE_NONE). Moving it later costs a store: the timer
  * re-arms itself when it fires early, so requests do not touch the timer. */

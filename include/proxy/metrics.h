@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proxy/held.h"
 #include "proxy/reason.h"
 #include "verdict/verdict.h"
 
@@ -47,6 +48,9 @@ typedef struct metrics_worker {
     metrics_counter_t upstream_errors[METRICS_N_UPSTREAM_ERRORS];
     metrics_counter_t open_tls, open_plain;     /* gauges */
     metrics_counter_t accepted, refused_over_limit;
+    /* The worker's held table, rendered as skewgate_held_clients and its
+     * counters (NULL: none). */
+    const held_table_t *held;
 } metrics_worker_t;
 
 /* Owner-only increment: a plain load and store, yet a data race for no one. */
@@ -85,6 +89,7 @@ typedef struct metrics_gate {
     const verdict_t *verdict;
     double source_last_sync;        /* Unix seconds, 0 = never */
     uint64_t source_reconnects;
+    const held_view_t *held;        /* the merged held table; NULL: not rendered */
 } metrics_gate_t;
 
 /* The Prometheus text exposition (format 0.0.4) of the sum over workers[]

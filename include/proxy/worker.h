@@ -17,6 +17,7 @@
 #include "proxy/accesslog.h"
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
+#include "proxy/held.h"
 #include "proxy/metrics.h"
 #include "verdict/snapshot.h"
 
@@ -53,6 +54,11 @@ typedef struct worker {
     exchange_ctx_t exchange;        /* exchange.c: slots, upstream pool, relay buffers */
     accesslog_clock_t log_clock;    /* accesslog.c */
     metrics_worker_t metrics;       /* written by this thread only; read by the admin listener */
+    held_table_t held;              /* held.c: the clients this worker rejected; same rule */
+    /* Every worker's held table (this one's included), read to mark a
+     * node admitted that another worker held; set once before start. */
+    const held_table_t *const *held_peers;
+    size_t n_held_peers;
 
     bool stopping;
 } worker_t;

@@ -71,6 +71,7 @@ typedef struct verdict {
     char message[VERDICT_MESSAGE_LEN];
     char resource_version[VERDICT_RV_LEN];
     time_t since;        /* when this decision+reason began; set by the caller */
+    time_t override_until;  /* reason Override: when the override lapses; 0: never */
 } verdict_t;
 
 

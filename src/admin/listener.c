@@ -7,7 +7,11 @@
 #include <event2/keyvalq_struct.h>
 
 #include "admin/listener.h"
+#include "core/clock.h"
 #include "core/log.h"
+#include "core/time.h"
+#include "held_json.h"
+#include "page.h"
 #include "scrape.h"
 #include "serve.h"
 
@@ -41,6 +45,18 @@ static void admin_readyz(void *arg, struct evhttp_request *req)
         serve_text(req, 503, "Service Unavailable", why);
 }
 
+/* The override in force, if the verdict is one: {decision, until (RFC
+ * 3339, null: no expiry)}, else null. */
+static json_t *admin_override_json(const verdict_t *v)
+{
+    if (v->reason != REASON_OVERRIDE)
+        return json_null();
+    char until[TIME_RFC3339_LEN];
+    return json_pack("{s:s, s:o}", "decision", decision_name(v->decision), "until",
+                     v->override_until ? json_string(time_format_rfc3339(v->override_until, until, sizeof until))
+                                       : json_null());
+}
+
 /* The verdict, which source decided it and when that source last
  * confirmed its view (RFC 3339 UTC, null: never). */
 static json_t *admin_verdict_json(const admin_t *a)
@@ -62,12 +78,26 @@ static json_t *admin_verdict_json(const admin_t *a)
     } else {
         json_object_set_new(j, "lastSync", json_null());
     }
+    json_object_set_new(j, "override", admin_override_json(verdict_ctl_current(a->ctl)));
     return j;
 }
 
 static void admin_verdict(void *arg, struct evhttp_request *req)
 {
     admin_json(req, admin_verdict_json(arg));
+}
+
+static void admin_held(void *arg, struct evhttp_request *req)
+{
+    admin_t *a = arg;
+    held_view_t view;
+    if (scrape_held(&a->scrape, &view) < 0) {
+        serve_text(req, 500, "Internal Server Error", "out of memory");
+        return;
+    }
+    json_t *j = held_json(&view, clock_wall_coarse_ms());
+    held_view_release(&view);
+    admin_json(req, j);
 }
 
 static void admin_metrics(void *arg, struct evhttp_request *req)
@@ -164,10 +194,14 @@ static const serve_route_t admin_route_table[] = {
     {"/verdict", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_verdict},
     {"/metrics", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_metrics},
     {"/override", EVHTTP_REQ_POST, "POST", admin_override},
+    {"/held", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_held},
+    {"/", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", page_html},
+    {"/status.js", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", page_script},
+    {"/status.css", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", page_style},
 };
 static const serve_routes_t admin_routes = {
     admin_route_table, sizeof admin_route_table / sizeof admin_route_table[0],
-    "not found: /healthz /readyz /verdict /metrics /override",
+    "not found: / /healthz /readyz /verdict /held /metrics /override",
 };
 
 admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict_ctl_t *ctl,

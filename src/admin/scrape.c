@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "scrape.h"
 #include "serve.h"
 
@@ -21,17 +22,34 @@ void scrape_release(scrape_t *s)
     s->workers = NULL;
 }
 
+int scrape_held(const scrape_t *s, held_view_t *out)
+{
+    const held_table_t *tables[CONFIG_MAX_WORKERS];
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_workers && n < CONFIG_MAX_WORKERS; i++)
+        if (s->workers[i]->held)
+            tables[n++] = s->workers[i]->held;
+    return held_collect(tables, n, clock_wall_coarse_ms(), out);
+}
+
 void scrape_metrics(void *arg, struct evhttp_request *req)
 {
     const scrape_t *s = arg;
     const source_t *src = verdict_ctl_source(s->ctl);
+    held_view_t held;
+    if (scrape_held(s, &held) < 0) {
+        serve_text(req, 500, "Internal Server Error", "out of memory");
+        return;
+    }
     metrics_gate_t g = {
         .verdict = verdict_ctl_current(s->ctl),
         .source_last_sync = src ? source_last_sync(src) : 0,
         .source_reconnects = src ? source_reconnects(src) : 0,
+        .held = &held,
     };
     size_t len;
     char *text = metrics_render(s->workers, s->n_workers, &g, &len);
+    held_view_release(&held);
     if (!text) {
         serve_text(req, 500, "Internal Server Error", "out of memory");
         return;

@@ -22,6 +22,9 @@ typedef struct scrape {
  * 0, or -1 when out of memory. */
 int scrape_init(scrape_t *s, verdict_ctl_t *ctl, const metrics_worker_t *const *workers, size_t n_workers);
 void scrape_release(scrape_t *s);
+/* The workers' held tables merged (held_collect) as of now; 0 or -1
+ * when out of memory. The caller releases *out. */
+int scrape_held(const scrape_t *s, held_view_t *out);
 /* GET /metrics: Prometheus text format 0.0.4 (arg: a scrape_t). */
 void scrape_metrics(void *arg, struct evhttp_request *req);
 

@@ -29,6 +29,7 @@ typedef struct gate {
     SSL_CTX *listener_tls[CONFIG_MAX_LISTENERS];
     SSL_CTX *upstream_tls;
     int *listen_fds;            /* n_workers x n_listeners */
+    const held_table_t **held_tables;   /* every worker's, for each worker to read */
     source_t *source;           /* until verdict_ctl_start takes it */
     verdict_ctl_t *ctl;
     admin_t *admin;
@@ -198,6 +199,7 @@ static void gate_free(gate_t *g)
             worker_destroy(&g->workers[i]);
         free(g->workers);
     }
+    free(g->held_tables);
     if (g->ctl)
         verdict_ctl_free(g->ctl);
     if (g->source)
@@ -237,6 +239,17 @@ static int gate_run(gate_t *g)
         if (worker_init(&g->workers[i], g->n_workers, g->cfg, g->listen_fds + (size_t)i * g->cfg->n_listeners,
                         g->listener_tls, g->upstream_tls, err, sizeof err) < 0)
             goto fail;
+    g->held_tables = malloc(g->n_workers * sizeof *g->held_tables);
+    if (!g->held_tables) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail;
+    }
+    for (unsigned i = 0; i < g->n_workers; i++)
+        g->held_tables[i] = &g->workers[i].held;
+    for (unsigned i = 0; i < g->n_workers; i++) {
+        g->workers[i].held_peers = g->held_tables;
+        g->workers[i].n_held_peers = g->n_workers;
+    }
     /* The controller publishes its first verdict as soon as it exists. */
     if (gate_source(g, err, sizeof err) < 0)
         goto fail;

@@ -46,6 +46,7 @@ static const range_t idle_count = {0, 10000};
 static const range_t concurrent_count = {1, 100000};
 static const range_t queue_count = {0, 1000000};
 static const range_t port_number = {1, 65535};
+static const range_t held_count = {1, 1000000};
 
 static const addr_rules_t listen_rules = {.port_zero = true, .wildcard = true};
 static const addr_rules_t upstream_rules = {0};
@@ -222,6 +223,12 @@ static const field_t metrics_fields[] = {
 };
 static const schema_t metrics_schema = SCHEMA(metrics_fields);
 
+static const field_t held_fields[] = {
+    {"max_clients", schema_read_count, offsetof(config_held_t, max_clients), &held_count},
+    {"forget_after", schema_read_duration, offsetof(config_held_t, forget_after_ms), &positive_duration},
+};
+static const schema_t held_schema = SCHEMA(held_fields);
+
 #define REDIRECT_PORT_FIELD(name) offsetof(config_redirect_port_t, name)
 static const field_t redirect_port_fields[] = {
     {"from", schema_read_count, REDIRECT_PORT_FIELD(from), &port_number},
@@ -280,6 +287,7 @@ static const field_t root_fields[] = {
     {"admin", schema_read_submap, CONFIG_FIELD(admin), &admin_schema},
     {"redirect", schema_read_submap, CONFIG_FIELD(redirect), &redirect_schema},
     {"metrics", schema_read_submap, CONFIG_FIELD(metrics), &metrics_schema},
+    {"held", schema_read_submap, CONFIG_FIELD(held), &held_schema},
     {"log", schema_read_submap, CONFIG_FIELD(log), &log_schema},
 };
 static const schema_t root_schema = SCHEMA(root_fields);
@@ -324,6 +332,7 @@ static int set_defaults(loader_t *ld, config_t *cfg)
     config_parse_addr("127.0.0.1:22625", &cfg->admin.addr);
     cfg->metrics.enabled = false;
     config_parse_addr("127.0.0.1:22646", &cfg->metrics.addr);
+    cfg->held = (config_held_t){.max_clients = 4096, .forget_after_ms = 15 * 60000};
     cfg->log = (config_log_t){.level = LOG_INFO, .access = true};
 
     cfg->gate.n_prefixes = 1;

@@ -224,9 +224,39 @@ static void conn_consume_head(conn_t *c)
     }
 }
 
+/* The request's client, as the held table keys and describes it. */
+static held_client_t conn_held_client(const conn_t *c, const http_header_t *accept)
+{
+    return (held_client_t){
+        .addr = &c->peer,
+        .pool = c->log.pool,
+        .user_agent = c->log.ua_len ? c->ibuf + c->log.ua_off : NULL,
+        .user_agent_len = c->log.ua_len,
+        .accept = accept ? c->ibuf + accept->value.off : NULL,
+        .accept_len = accept ? accept->value.len : 0,
+    };
+}
+
+void conn_record_held(conn_t *c, const char *reason)
+{
+    const http_header_t *accept = http_headers_get(&c->w->conns.req.headers, HTTP_HDR_ACCEPT);
+    held_client_t client = conn_held_client(c, accept);
+    held_record(&c->w->held, &client, reason, clock_wall_coarse_ms());
+}
+
+/* A gated request that got its config ends its client's hold, if any. */
+static void conn_end_hold(conn_t *c)
+{
+    worker_t *w = c->w;
+    held_client_t client = conn_held_client(c, NULL);
+    held_admit(&w->held, w->held_peers, w->n_held_peers, &client, clock_wall_coarse_ms());
+}
+
 static void conn_log_request(conn_t *c)
 {
     worker_t *w = c->w;
+    if (c->log.decision == REQUEST_ADMIT && c->log.status >= 200 && c->log.status < 300 && !c->is_head && c->ibuf)
+        conn_end_hold(c);
     if (w->cfg->log.access)
         accesslog_write(&w->log_clock, &c->log, c->ibuf, &c->peer, c->tls);
     uint64_t duration_ns = c->log.start_ns ? clock_monotonic_ns() - c->log.start_ns : 0;
@@ -366,6 +396,7 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap)
     const gate_response_t *r = gate_snapshot_reject(snap, spec, variant);
     c->log.decision = REQUEST_REJECT;
     c->log.reason = verdict_reason_name(snap->verdict.reason);
+    conn_record_held(c, c->log.reason);
     c->log.status = snap->mode == REJECT_HOLD ? 503
                     : snap->mode == REJECT_DENY ? 403
                     : spec == IGNITION_SPEC_UNSUPPORTED ? 400 : 200;

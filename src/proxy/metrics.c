@@ -280,6 +280,48 @@ static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
     fprintf(f, "skewgate_source_reconnects_total %" PRIu64 "\n", g->source_reconnects);
 }
 
+/* The held clients, counted by pool and reason (the entries come sorted
+ * by first seen, so the pairs are gathered here). */
+static int metrics_render_held(FILE *f, const held_view_t *h)
+{
+    typedef struct {
+        const char *pool, *reason;
+        uint64_t n;
+    } held_series_t;
+    held_series_t *series = malloc((h->n ? h->n : 1) * sizeof *series);
+    if (!series)
+        return -1;
+    size_t n_series = 0;
+    for (size_t i = 0; i < h->n; i++) {
+        const held_entry_t *e = &h->entries[i];
+        if (e->admitted_ms)
+            continue;
+        size_t k = 0;
+        while (k < n_series && (strcmp(series[k].pool, e->pool) || strcmp(series[k].reason, e->reason)))
+            k++;
+        if (k == n_series)
+            series[n_series++] = (held_series_t){e->pool, e->reason, 0};
+        series[k].n++;
+    }
+    metrics_head(f, "skewgate_held_clients", "gauge",
+                 "Clients the gate holds now (rejected, retrying, not forgotten), by pool and reason.");
+    for (size_t k = 0; k < n_series; k++) {
+        fputs("skewgate_held_clients{pool=\"", f);
+        metrics_put_label(f, series[k].pool);
+        fputs("\",reason=\"", f);
+        metrics_put_label(f, series[k].reason);
+        fprintf(f, "\"} %" PRIu64 "\n", series[k].n);
+    }
+    free(series);
+    metrics_head(f, "skewgate_admitted_after_hold_total", "counter",
+                 "Held clients that later got their config.");
+    fprintf(f, "skewgate_admitted_after_hold_total %" PRIu64 "\n", h->admitted_after_hold);
+    metrics_head(f, "skewgate_held_overflow_total", "counter",
+                 "Held requests not recorded because the held table (held.max_clients) had no room.");
+    fprintf(f, "skewgate_held_overflow_total %" PRIu64 "\n", h->overflow);
+    return 0;
+}
+
 char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, const metrics_gate_t *g,
                      size_t *len)
 {
@@ -292,6 +334,8 @@ char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, c
     metrics_render_upstream(f, workers, n_workers);
     metrics_render_connections(f, workers, n_workers);
     metrics_render_gate(f, g);
+    if (g->held && metrics_render_held(f, g->held) < 0)
+        rc = -1;
     if (ferror(f))
         rc = -1;
     if (fclose(f) != 0 || rc < 0) {

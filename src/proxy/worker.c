@@ -145,6 +145,13 @@ int worker_init(worker_t *w, unsigned n_workers, const config_t *cfg, const int 
     }
     event_assign(&w->notify_ev, w->base, w->notify_fd, EV_READ | EV_PERSIST, worker_on_notify, w);
     event_add(&w->notify_ev, NULL);
+    /* The table's bound is the gate's: each worker gets its share. */
+    uint32_t held_share = (cfg->held.max_clients + n_workers - 1) / n_workers;
+    if (held_table_init(&w->held, held_share, cfg->held.forget_after_ms) < 0) {
+        snprintf(err, errlen, "worker: out of memory for %u held clients", held_share);
+        return -1;
+    }
+    w->metrics.held = &w->held;
     if (conn_set_init(&w->conns, w->base, &cfg->limits, err, errlen) < 0 ||
         exchange_ctx_init(&w->exchange, w->base, cfg, n_workers, &w->conns.limits, upstream_tls, &w->metrics,
                           err, errlen) < 0)
@@ -193,6 +200,7 @@ void worker_destroy(worker_t *w)
     }
     exchange_ctx_destroy(&w->exchange);
     conn_set_destroy(&w->conns);
+    held_table_destroy(&w->held);
     if (w->snapshot)
         gate_snapshot_unref(w->snapshot);
     gate_snapshot_t *pending = atomic_exchange(&w->next_snapshot, NULL);

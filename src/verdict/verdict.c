@@ -402,6 +402,7 @@ static bool override_in_force(const verdict_override_t *o, time_t now)
 static void decide_by_override(verdict_t *out, const verdict_override_t *o, const char *origin)
 {
     char until[TIME_RFC3339_LEN] = "";
+    out->override_until = o->until;
     if (o->until != 0)
         time_format_rfc3339(o->until, until, sizeof until);
     decide(out, o->decision, REASON_OVERRIDE, false, "%s by %s, %s%s",

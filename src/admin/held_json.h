@@ -1,0 +1,19 @@
+/* held_json: GET /held (private to src/admin/): the merged held table as
+ * the JSON the CLI and the status page read. Client-controlled text (the
+ * User-Agent, the pool) is made valid UTF-8 without control characters;
+ * readers that put it in a page must still escape it. */
+#ifndef SKEWGATE_ADMIN_HELD_JSON_H
+#define SKEWGATE_ADMIN_HELD_JSON_H
+
+#include <stdint.h>
+#include <jansson.h>
+
+#include "proxy/held.h"
+
+/* {clients:[{address, pool, userAgent, spec, reason, attempts, firstSeen,
+ * lastSeen, admittedAt, admitted, heldSeconds, quietSeconds}], held,
+ * admittedAfterHold, overflow, maxClients, forgetAfterSeconds}; times RFC
+ * 3339 UTC, ages in whole seconds as of now_ms. NULL when out of memory. */
+json_t *held_json(const held_view_t *v, uint64_t now_ms);
+
+#endif
