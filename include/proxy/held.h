@@ -55,6 +55,7 @@ typedef struct held_table {
     uint64_t forget_after_ms;
     held_entry_t *mine;             /* the owner's plain copy of every slot */
     held_slot_t *slots;             /* what readers see */
+    const char **reason_of;         /* the owner's: the name each entry's reason was copied from */
     _Atomic uint32_t n_used;        /* slots ever used: 0 lets admitted requests skip the lookup */
     _Atomic uint64_t admitted_after_hold;   /* counters, owner-written */
     _Atomic uint64_t overflow;
@@ -74,8 +75,11 @@ typedef struct held_client {
 int held_table_init(held_table_t *t, uint32_t cap, uint64_t forget_after_ms);
 void held_table_destroy(held_table_t *t);
 
-/* The hook every reject path calls: client c was held for `reason` (a
- * reason's name, copied) at now_ms (wall clock). Owner thread only. */
+/* The hook every reject path calls: client c was held for `reason` at
+ * now_ms (wall clock). reason is a name that lives as long as the process
+ * (verdict_reason_name's, gate_reason_name's, a literal): it is copied
+ * when it differs, by address, from the entry's last one. Owner thread
+ * only. */
 void held_record(held_table_t *t, const held_client_t *c, const char *reason, uint64_t now_ms);
 
 /* Client c got its config at now_ms. If this table or one of peers[] (the

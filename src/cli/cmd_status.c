@@ -1,36 +1,75 @@
-/* skewgate status: asks a running gate for its verdict (GET /verdict on
- * the admin listener) and prints it. */
+/* skewgate status: asks a running gate for its verdict, source health and
+ * held nodes (GET /verdict, /readyz and /held on the admin listener) and
+ * prints a summary for people, or with -o json one JSON object for
+ * scripts. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <jansson.h>
 
 #include "admin/client.h"
 #include "cli/cmd.h"
+#include "status_text.h"
 
 static void status_usage(FILE *out)
 {
     fprintf(out,
-            "usage: skewgate status [-c FILE | --admin ADDR]\n"
+            "usage: skewgate status [-c FILE | --admin ADDR] [-o text|json]\n"
             "\n"
-            "Asks a running gate's admin listener for its current verdict and prints it\n"
-            "as JSON (with the verdict source and when it last confirmed its view).\n"
+            "Asks a running gate's admin listener for its current verdict, the health of\n"
+            "its verdict source and the nodes it holds, and prints a summary.\n"
             "  -c, --config FILE   the gate's configuration: its admin.address\n"
             "      --admin ADDR    the admin listener (default " ADMIN_CLIENT_DEFAULT_ADDR ")\n"
+            "  -o, --output FMT    text (default): the summary and the held-nodes table;\n"
+            "                      json: GET /verdict's object with GET /held's as \"held\"\n"
             "\n"
             "Exit status: 0 the gate admits, 3 it rejects, 1 it cannot be asked, 2 bad usage.\n");
 }
 
-/* 0 admit, 3 reject, 1 anything else. */
-static int status_of_verdict(const char *body)
+/* GET path as JSON; NULL with a message on stderr. */
+static json_t *status_get(const config_addr_t *addr, const char *path)
 {
-    json_t *j = json_loads(body, 0, NULL);
-    const char *decision = json_string_value(json_object_get(j, "decision"));
+    char err[CONFIG_ERR_LEN];
+    char *body = NULL;
+    int status = admin_client_request(addr, "GET", path, NULL, &body, err, sizeof err);
+    if (status < 0) {
+        fprintf(stderr, "skewgate status: %s\n", err);
+        return NULL;
+    }
+    json_t *j = NULL;
+    if (status != 200)
+        fprintf(stderr, "skewgate status: %s answered %d to %s: %s", addr->text, status, path, body);
+    else if (!(j = json_loads(body, 0, NULL)))
+        fprintf(stderr, "skewgate status: %s answered %s with no JSON\n", addr->text, path);
+    free(body);
+    return j;
+}
+
+/* NULL when /readyz says ready, else its reason (malloc'ed). */
+static char *status_not_ready(const config_addr_t *addr)
+{
+    char err[CONFIG_ERR_LEN];
+    char *body = NULL;
+    int status = admin_client_request(addr, "GET", "/readyz", NULL, &body, err, sizeof err);
+    if (status == 200) {
+        free(body);
+        return NULL;
+    }
+    if (status < 0)
+        return strdup(err);
+    body[strcspn(body, "\n")] = '\0';
+    return body;
+}
+
+/* 0 admit, 3 reject, 1 anything else. */
+static int status_of_verdict(const json_t *verdict)
+{
+    const char *decision = json_string_value(json_object_get(verdict, "decision"));
     int rc = !decision ? 1 : !strcmp(decision, "admit") ? 0 : !strcmp(decision, "reject") ? 3 : 1;
     if (rc == 1)
         fprintf(stderr, "skewgate status: the gate's answer holds no decision\n");
-    json_decref(j);
     return rc;
 }
 
@@ -39,19 +78,23 @@ int cmd_status(int argc, char **argv)
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"admin", required_argument, NULL, 'a'},
+        {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *config_path = NULL, *admin = NULL;
+    const char *config_path = NULL, *admin = NULL, *output = "text";
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:o:h", opts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             config_path = optarg;
             break;
         case 'a':
             admin = optarg;
+            break;
+        case 'o':
+            output = optarg;
             break;
         case 'h':
             status_usage(stdout);
@@ -61,7 +104,8 @@ int cmd_status(int argc, char **argv)
             return 2;
         }
     }
-    if (optind != argc || (config_path && admin)) {
+    bool json = !strcmp(output, "json");
+    if (optind != argc || (config_path && admin) || (!json && strcmp(output, "text"))) {
         status_usage(stderr);
         return 2;
     }
@@ -71,20 +115,24 @@ int cmd_status(int argc, char **argv)
         fprintf(stderr, "skewgate status: %s\n", err);
         return 2;
     }
-    char *body = NULL;
-    int status = admin_client_request(&addr, "GET", "/verdict", NULL, &body, err, sizeof err);
-    if (status < 0) {
-        fprintf(stderr, "skewgate status: %s\n", err);
+    json_t *verdict = status_get(&addr, "/verdict");
+    if (!verdict)
         return 1;
-    }
-    int rc;
-    if (status != 200) {
-        fprintf(stderr, "skewgate status: %s answered %d: %s", addr.text, status, body);
-        rc = 1;
+    json_t *held = status_get(&addr, "/held");
+    int rc = status_of_verdict(verdict);
+    if (json) {
+        json_object_set(verdict, "held", held ? held : json_null());
+        if (json_dumpf(verdict, stdout, JSON_INDENT(2)) < 0)
+            rc = 1;
+        fputc('\n', stdout);
     } else {
-        fputs(body, stdout);
-        rc = status_of_verdict(body);
+        char *not_ready = status_not_ready(&addr);
+        status_print_text(stdout, verdict, not_ready, held, time(NULL));
+        free(not_ready);
     }
-    free(body);
+    json_decref(held);
+    json_decref(verdict);
+    if (fflush(stdout) != 0)
+        rc = 1;
     return rc;
 }

@@ -21,7 +21,8 @@ int held_table_init(held_table_t *t, uint32_t cap, uint64_t forget_after_ms)
     t->forget_after_ms = forget_after_ms;
     t->mine = calloc(t->cap, sizeof *t->mine);
     t->slots = calloc(t->cap, sizeof *t->slots);
-    if (!t->mine || !t->slots) {
+    t->reason_of = calloc(t->cap, sizeof *t->reason_of);
+    if (!t->mine || !t->slots || !t->reason_of) {
         held_table_destroy(t);
         return -1;
     }
@@ -32,8 +33,10 @@ void held_table_destroy(held_table_t *t)
 {
     free(t->mine);
     free(t->slots);
+    free(t->reason_of);
     t->mine = NULL;
     t->slots = NULL;
+    t->reason_of = NULL;
 }
 
 /* The key of a socket address: family and the 16 address bytes. */
@@ -51,16 +54,18 @@ static uint8_t held_key_of(const struct sockaddr_storage *ss, uint8_t addr[16])
     return 0;
 }
 
-static uint32_t held_hash(const uint8_t addr[16], const char *pool)
+/* The slot a key's probe starts at. Only the address is hashed (a node
+ * asks for one pool; its pools share a chain): two multiplies, against
+ * the ~100 instructions a byte-wise hash of address and pool took on
+ * every held request. Clients do not choose their address freely, so no
+ * keyed hash is needed. */
+static uint32_t held_home(const held_table_t *t, const uint8_t addr[16])
 {
-    /* FNV-1a over the address and the pool: a few dozen bytes, and no
-     * client chooses its address freely, so no keyed hash is needed. */
-    uint32_t h = 2166136261u;
-    for (int i = 0; i < 16; i++)
-        h = (h ^ addr[i]) * 16777619u;
-    for (const unsigned char *p = (const unsigned char *)pool; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return h;
+    uint64_t lo, hi;
+    memcpy(&lo, addr, 8);
+    memcpy(&hi, addr + 8, 8);
+    uint64_t h = (lo ^ (hi * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+    return (uint32_t)(((h >> 32) * t->cap) >> 32);
 }
 
 static bool held_same_key(const held_entry_t *e, uint8_t family, const uint8_t addr[16], const char *pool)
@@ -91,7 +96,7 @@ static void held_publish(held_table_t *t, uint32_t i, size_t n)
 static int64_t held_find(const held_table_t *t, uint8_t family, const uint8_t addr[16], const char *pool,
                          uint64_t now_ms, bool *found)
 {
-    uint32_t i = (uint32_t)(((uint64_t)held_hash(addr, pool) * t->cap) >> 32);
+    uint32_t i = held_home(t, addr);
     uint32_t probes = t->cap < HELD_MAX_PROBES ? t->cap : HELD_MAX_PROBES;
     int64_t free_at = -1;
     *found = false;
@@ -127,6 +132,7 @@ static void held_fill(held_table_t *t, uint32_t i, uint8_t family, const uint8_t
         atomic_store_explicit(&t->n_used, atomic_load_explicit(&t->n_used, memory_order_relaxed) + 1,
                               memory_order_relaxed);
     memset(e, 0, sizeof *e);
+    t->reason_of[i] = NULL;
     e->family = family;
     memcpy(e->addr, addr, 16);
     e->first_seen_ms = now_ms;
@@ -162,8 +168,12 @@ void held_record(held_table_t *t, const held_client_t *c, const char *reason, ui
     e->last_seen_ms = now_ms;
     e->attempts++;
     e->admitted_ms = 0;
-    if (strncmp(e->reason, reason, sizeof e->reason))
+    if (t->reason_of[i] != reason) {
+        /* Reasons are names that live as long as the process: the same
+         * name again costs a pointer compare, not a string compare. */
+        t->reason_of[i] = reason;
         held_copy_text(e->reason, sizeof e->reason, reason, strlen(reason));
+    }
     held_publish(t, i, words);
 }
 
@@ -192,7 +202,7 @@ static bool held_peer_lookup(const held_table_t *p, uint8_t family, const uint8_
 {
     if (atomic_load_explicit(&p->n_used, memory_order_relaxed) == 0)
         return false;
-    uint32_t i = (uint32_t)(((uint64_t)held_hash(addr, pool) * p->cap) >> 32);
+    uint32_t i = held_home(p, addr);
     uint32_t probes = p->cap < HELD_MAX_PROBES ? p->cap : HELD_MAX_PROBES;
     for (uint32_t k = 0; k < probes; k++, i = i + 1 == p->cap ? 0 : i + 1) {
         if (!held_read_slot(p, i, out))
@@ -205,6 +215,24 @@ static bool held_peer_lookup(const held_table_t *p, uint8_t family, const uint8_
     return false;
 }
 
+/* Whether a peer table holds the key, and whether one already marked it
+ * admitted; *held gets a live entry of one of them. */
+static void held_peers_say(const held_table_t *t, const held_table_t *const *peers, size_t n_peers, uint8_t family,
+                           const uint8_t addr[16], const char *pool, uint64_t now_ms, bool *any, bool *admitted,
+                           held_entry_t *held)
+{
+    held_entry_t theirs = {0};  /* (filled by the lookup; -O3 cannot tell) */
+    *any = *admitted = false;
+    for (size_t p = 0; p < n_peers && !*admitted; p++) {
+        if (peers[p] == t || !held_peer_lookup(peers[p], family, addr, pool, now_ms, &theirs))
+            continue;
+        *admitted = theirs.admitted_ms != 0;
+        if (!*any)
+            *held = theirs;
+        *any = true;
+    }
+}
+
 bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peers, const held_client_t *c,
                 uint64_t now_ms)
 {
@@ -212,49 +240,43 @@ bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peer
     uint8_t family = held_key_of(c->addr, addr);
     if (!family)
         return false;
-    bool found = false, searched = false;
+    bool found = false;
     int64_t at = -1;
-    if (atomic_load_explicit(&t->n_used, memory_order_relaxed)) {
+    if (atomic_load_explicit(&t->n_used, memory_order_relaxed))
         at = held_find(t, family, addr, c->pool, now_ms, &found);
-        searched = true;
-    }
-    if (found && !held_forgotten(t, &t->mine[at], now_ms)) {
-        held_entry_t *e = &t->mine[at];
-        if (e->admitted_ms)
-            return false;
-        e->admitted_ms = now_ms;
-        e->last_seen_ms = now_ms;
-        held_publish(t, (uint32_t)at, HELD_DYNAMIC_WORDS);
-        held_count(&t->admitted_after_hold);
-        return true;
-    }
-    /* Held by another worker: this one records the admission, which the
-     * merged view joins to the other's entry. */
-    held_entry_t theirs;
-    for (size_t p = 0; p < n_peers; p++) {
-        if (peers[p] == t || !held_peer_lookup(peers[p], family, addr, c->pool, now_ms, &theirs))
-            continue;
-        if (theirs.admitted_ms)
-            return false;
-        if (!searched)
+    bool mine = found && !held_forgotten(t, &t->mine[at], now_ms);
+    if (mine && t->mine[at].admitted_ms)
+        return false;
+    /* A node's retries may have come on several workers' connections:
+     * the first worker to see it admitted counts it, the others only mark
+     * their entry. */
+    bool theirs, theirs_admitted;
+    held_entry_t copy;
+    held_peers_say(t, peers, n_peers, family, addr, c->pool, now_ms, &theirs, &theirs_admitted, &copy);
+    if (!mine && (!theirs || theirs_admitted))
+        return false;
+    if (!mine) {
+        if (at < 0 && !found)
             at = held_find(t, family, addr, c->pool, now_ms, &found);
         if (at < 0) {
             held_count(&t->overflow);
             return false;
         }
-        held_entry_t *e = &t->mine[at];
-        if (e->family == 0)
+        if (t->mine[at].family == 0)
             atomic_store_explicit(&t->n_used, atomic_load_explicit(&t->n_used, memory_order_relaxed) + 1,
                                   memory_order_relaxed);
-        *e = theirs;
-        e->attempts = 0;
-        e->admitted_ms = now_ms;
-        e->last_seen_ms = now_ms;
-        held_publish(t, (uint32_t)at, HELD_ENTRY_WORDS);
-        held_count(&t->admitted_after_hold);
-        return true;
+        t->mine[at] = copy;
+        t->mine[at].attempts = 0;   /* the attempts are the peer's */
+        t->reason_of[at] = NULL;
     }
-    return false;
+    held_entry_t *e = &t->mine[at];
+    e->admitted_ms = now_ms;
+    e->last_seen_ms = now_ms;
+    held_publish(t, (uint32_t)at, mine ? HELD_DYNAMIC_WORDS : HELD_ENTRY_WORDS);
+    if (theirs_admitted)
+        return false;
+    held_count(&t->admitted_after_hold);
+    return true;
 }
 
 /* --- The admin thread's merged copy. */

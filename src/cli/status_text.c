@@ -1,0 +1,181 @@
+#include <string.h>
+
+#include "core/time.h"
+#include "status_text.h"
+
+static const struct {
+    const char *name, *words;
+} status_reasons[] = {
+    /* The verdict's (DESIGN 1.6). */
+    {"Override", "an override set by an administrator decides"},
+    {"SourceUnavailable", "the verdict source has no current view (never synced, or failing too long)"},
+    {"NotFound", "the MachineConfiguration object does not exist"},
+    {"StatusUnset", "the MCO has not reported the boot image skew status yet"},
+    {"EnforcementDisabled", "boot image skew enforcement is off (mode None)"},
+    {"BootImageControllerDegraded", "the MCO's boot image controller is degraded"},
+    {"BootImageControllerProgressing", "the MCO is still updating the boot images: the last settled decision holds"},
+    {"VersionUnparseable", "a boot image version in the status does not parse"},
+    {"OutOfSkew", "the boot images are older than this release supports"},
+    {"Compliant", "the boot images are recent enough for this release"},
+    /* The admission policies' (DESIGN 1.7), per client. */
+    {"TokenMissing", "the client sent no provisioning token"},
+    {"TokenInvalid", "the client's provisioning token is not an accepted one"},
+    {"UnknownMachine", "the client's address is not yet a pending Machine's"},
+    {"ActiveNode", "the client's address belongs to a Node that already joined"},
+    {"ClientBootImageTooOld", "the client's own boot image (its Ignition) is too old"},
+};
+
+const char *status_reason_words(const char *reason)
+{
+    for (size_t i = 0; reason && i < sizeof status_reasons / sizeof status_reasons[0]; i++)
+        if (!strcmp(status_reasons[i].name, reason))
+            return status_reasons[i].words;
+    return NULL;
+}
+
+void status_age(long long s, char *buf, size_t cap)
+{
+    if (s < 0)
+        s = 0;
+    if (s < 60)
+        snprintf(buf, cap, "%llds", s);
+    else if (s < 3600)
+        snprintf(buf, cap, "%lldm%02llds", s / 60, s % 60);
+    else if (s < 86400)
+        snprintf(buf, cap, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+    else
+        snprintf(buf, cap, "%lldd%02lldh", s / 86400, s % 86400 / 3600);
+}
+
+static const char *status_str(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+/* "2026-12-01T10:00:00Z (3m12s ago)" or "(in 3m12s)"; "never" for null. */
+static void status_when(const char *rfc3339, time_t now, char *buf, size_t cap)
+{
+    time_t t;
+    if (!rfc3339 || !*rfc3339 || time_parse_rfc3339(rfc3339, &t) < 0) {
+        snprintf(buf, cap, "never");
+        return;
+    }
+    char age[32];
+    status_age(t <= now ? now - t : t - now, age, sizeof age);
+    snprintf(buf, cap, t <= now ? "%s (%s ago)" : "%s (in %s)", rfc3339, age);
+}
+
+static void status_print_verdict(FILE *out, const json_t *v, const char *not_ready, time_t now)
+{
+    const char *decision = status_str(v, "decision"), *reason = status_str(v, "reason");
+    const char *words = status_reason_words(reason);
+    char when[96];
+    fprintf(out, "Decision:    %s new nodes: %s (%s)\n", !strcmp(decision, "admit") ? "ADMIT" : "HOLD",
+            words ? words : reason, reason);
+    fprintf(out, "Message:     %s\n", status_str(v, "message"));
+    status_when(json_string_value(json_object_get(v, "since")), now, when, sizeof when);
+    fprintf(out, "Since:       %s\n", when);
+    const char *mode = status_str(v, "mode");
+    fprintf(out, "Mode:        %s\n", *mode ? mode : "unknown (no status)");
+
+    const json_t *boot = json_object_get(v, "bootImage"), *limit = json_object_get(v, "limit");
+    const char *ocp = status_str(boot, "ocpVersion"), *rhcos = status_str(boot, "rhcosVersion");
+    fprintf(out, "Boot image:  ");
+    if (*ocp)
+        fprintf(out, "OCP %s", ocp);
+    if (*rhcos)
+        fprintf(out, "%sRHCOS %s", *ocp ? ", " : "", rhcos);
+    if (!*ocp && !*rhcos)
+        fprintf(out, "not reported");
+    fprintf(out, "; limit OCP %s, RHEL %s\n", status_str(limit, "ocpVersion"), status_str(limit, "rhelVersion"));
+
+    status_when(json_string_value(json_object_get(v, "lastSync")), now, when, sizeof when);
+    fprintf(out, "Source:      %s, %s%s; last sync %s\n", status_str(v, "source"), not_ready ? "NOT READY: " : "healthy",
+            not_ready ? not_ready : "", when);
+
+    const json_t *o = json_object_get(v, "override");
+    if (json_is_object(o)) {
+        const char *until = json_string_value(json_object_get(o, "until"));
+        if (until)
+            status_when(until, now, when, sizeof when);
+        fprintf(out, "Override:    %s, %s%s\n", status_str(o, "decision"), until ? "lapses " : "no expiry",
+                until ? when : "");
+        fprintf(out, "             undo: skewgate override clear\n");
+    } else {
+        fprintf(out, "Override:    none\n");
+    }
+}
+
+enum { COL_ADDR, COL_POOL, COL_UA, COL_SPEC, COL_REASON, COL_ATTEMPTS, COL_HELD, COL_SEEN, COL_STATE, N_COLS };
+static const char *const status_heads[N_COLS] = {
+    "ADDRESS", "POOL", "IGNITION", "SPEC", "REASON", "ATTEMPTS", "HELD FOR", "LAST SEEN", "STATE",
+};
+
+/* One client's cells; the strings live in cells[] or in c. */
+static void status_cells(const json_t *c, char store[N_COLS][48], const char *cells[N_COLS])
+{
+    cells[COL_ADDR] = status_str(c, "address");
+    cells[COL_POOL] = status_str(c, "pool");
+    cells[COL_UA] = status_str(c, "userAgent");
+    cells[COL_SPEC] = status_str(c, "spec");
+    cells[COL_REASON] = status_str(c, "reason");
+    snprintf(store[COL_ATTEMPTS], sizeof store[0], "%lld",
+             (long long)json_integer_value(json_object_get(c, "attempts")));
+    status_age(json_integer_value(json_object_get(c, "heldSeconds")), store[COL_HELD], sizeof store[0]);
+    char age[32];
+    status_age(json_integer_value(json_object_get(c, "quietSeconds")), age, sizeof age);
+    snprintf(store[COL_SEEN], sizeof store[0], "%s ago", age);
+    cells[COL_ATTEMPTS] = store[COL_ATTEMPTS];
+    cells[COL_HELD] = store[COL_HELD];
+    cells[COL_SEEN] = store[COL_SEEN];
+    cells[COL_STATE] = json_is_true(json_object_get(c, "admitted")) ? "admitted" : "held";
+}
+
+/* Columns padded to their width, two spaces apart; the last unpadded. */
+static void status_print_row(FILE *out, const char *const cells[N_COLS], const size_t width[N_COLS])
+{
+    for (int k = 0; k + 1 < N_COLS; k++)
+        fprintf(out, "%-*s  ", (int)width[k], cells[k]);
+    fprintf(out, "%s\n", cells[N_COLS - 1]);
+}
+
+static void status_print_held(FILE *out, const json_t *held)
+{
+    const json_t *clients = json_object_get(held, "clients");
+    size_t n = json_array_size(clients);
+    char forget[32];
+    status_age(json_integer_value(json_object_get(held, "forgetAfterSeconds")), forget, sizeof forget);
+    fprintf(out, "\nHeld nodes:  %lld held, %lld admitted after a hold",
+            (long long)json_integer_value(json_object_get(held, "held")),
+            (long long)json_integer_value(json_object_get(held, "admittedAfterHold")));
+    long long overflow = json_integer_value(json_object_get(held, "overflow"));
+    if (overflow)
+        fprintf(out, ", %lld attempts not recorded (table full)", overflow);
+    fprintf(out, "; forgotten after %s of silence\n", forget);
+    if (n == 0)
+        return;
+    size_t width[N_COLS];
+    for (int k = 0; k < N_COLS; k++)
+        width[k] = strlen(status_heads[k]);
+    char store[N_COLS][48];
+    const char *cells[N_COLS];
+    for (size_t i = 0; i < n; i++) {
+        status_cells(json_array_get(clients, i), store, cells);
+        for (int k = 0; k < N_COLS; k++)
+            if (strlen(cells[k]) > width[k])
+                width[k] = strlen(cells[k]);
+    }
+    status_print_row(out, status_heads, width);
+    for (size_t i = 0; i < n; i++) {
+        status_cells(json_array_get(clients, i), store, cells);
+        status_print_row(out, cells, width);
+    }
+}
+
+void status_print_text(FILE *out, const json_t *verdict, const char *not_ready, const json_t *held, time_t now)
+{
+    status_print_verdict(out, verdict, not_ready, now);
+    if (held)
+        status_print_held(out, held);
+}

@@ -1,0 +1,23 @@
+/* status_text: the human summary `skewgate status` prints (private to
+ * src/cli/): the decision and its reason in words, the MCO-style message,
+ * mode and boot image against the limit, source health and last sync, the
+ * override and when it lapses, and the held nodes as an aligned table. */
+#ifndef SKEWGATE_CLI_STATUS_TEXT_H
+#define SKEWGATE_CLI_STATUS_TEXT_H
+
+#include <stdio.h>
+#include <time.h>
+#include <jansson.h>
+
+/* verdict: GET /verdict's object; ready: NULL if /readyz said ready, else
+ * why not; held: GET /held's object (NULL: the gate did not say). */
+void status_print_text(FILE *out, const json_t *verdict, const char *not_ready, const json_t *held, time_t now);
+
+/* A reason's name in words: "OutOfSkew" -> "the boot images are older
+ * than the release supports"; NULL for a name it does not know. */
+const char *status_reason_words(const char *reason);
+
+/* An age as people read it: "12s", "3m12s", "2h05m", "3d04h". */
+void status_age(long long seconds, char *buf, size_t cap);
+
+#endif

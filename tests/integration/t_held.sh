@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Which nodes are held (issue 11.2, 11.3): real clients from distinct
+# loopback addresses are held, GET /held and the metrics list them with
+# their attempts, a verdict flip admits them and marks them admitted, a
+# quiet client is forgotten, the table stays within held.max_clients, and
+# `skewgate status` prints it for people and for scripts.
+. "$(dirname "$0")/lib.sh"
+
+certs
+mcs_start
+object="$TMP/mc.yaml"
+ADMIN_ADDR="127.0.0.1:$(free_port)"
+ADMIN="http://$ADMIN_ADDR"
+ACCEPT='application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1'
+
+# fetch FROM [POOL]: one Ignition-like request from loopback address FROM; prints the status.
+fetch() {
+  curl -s -o /dev/null -w '%{http_code}' --interface "$1" -A 'Ignition/2.14.0' -H "Accept: $ACCEPT" \
+    "http://127.0.0.1:$PLAIN_PORT/config/${2:-worker}"
+}
+held_json() { curl -sf "$ADMIN/held"; }
+# held_check PYTHON: asserts on h, the /held object.
+held_check() { python3 -c "import json, sys; h = json.load(sys.stdin); $1" <<<"$(held_json)"; }
+metric() { curl -sf "$ADMIN/metrics" | awk -v k="$1" '$1 == k {v = $2} END {printf "%.0f\n", v}'; }
+verdict_is() { [ "$(curl -sf "$ADMIN/verdict" | python3 -c 'import json,sys; print(json.load(sys.stdin)["decision"])')" = "$1" ]; }
+
+note "a bad held section is refused with its position"
+MCS_PORT=$MCS_PORT ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/bad.yaml" hold "$object" "held:
+  max_clients: 0"
+if "$SKEWGATE_BIN" check -c "$TMP/bad.yaml" 2>"$TMP/check.err"; then fail "check took held.max_clients: 0"; fi
+grep -q "bad.yaml:[0-9]*:[0-9]*:.*max_clients" "$TMP/check.err" || fail "no position: $(cat "$TMP/check.err")"
+
+note "two clients from 127.0.0.2 and 127.0.0.3 are held, on new connections each"
+set_object automatic-out-of-skew.yaml "$object"
+ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/gate.yaml" hold "$object"
+gate_start "$TMP/gate.yaml"
+wait_until 10 verdict_is reject || fail "the gate does not reject: $(curl -s "$ADMIN/verdict")"
+for _ in 1 2 3; do [ "$(fetch 127.0.0.2)" = 503 ] || fail "127.0.0.2 not held"; done
+[ "$(fetch 127.0.0.3 master)" = 503 ] || fail "127.0.0.3 not held"
+held_check '
+c = {e["address"]: e for e in h["clients"]}
+assert set(c) == {"127.0.0.2", "127.0.0.3"}, h
+a, b = c["127.0.0.2"], c["127.0.0.3"]
+assert a["attempts"] == 3 and b["attempts"] == 1, h
+assert a["pool"] == "worker" and b["pool"] == "master", h
+assert a["userAgent"] == "Ignition/2.14.0" and a["spec"] == "3.4.0", h
+assert a["reason"] == "OutOfSkew" and not a["admitted"] and a["admittedAt"] is None, h
+assert a["firstSeen"].endswith("Z") and a["lastSeen"] >= a["firstSeen"], h
+assert h["held"] == 2 and h["admittedAfterHold"] == 0 and h["overflow"] == 0, h
+assert h["maxClients"] >= 4096 and h["forgetAfterSeconds"] == 900, h
+' || fail "/held: $(held_json)"
+[ "$(metric 'skewgate_held_clients{pool="worker",reason="OutOfSkew"}')" = 1 ] || fail "held gauge worker"
+[ "$(metric 'skewgate_held_clients{pool="master",reason="OutOfSkew"}')" = 1 ] || fail "held gauge master"
+[ "$(metric skewgate_admitted_after_hold_total)" = 0 ] || fail "admitted_after_hold before any admission"
+curl -sf "$ADMIN/metrics" >"$TMP/metrics.txt"
+promtool check metrics <"$TMP/metrics.txt" || fail "promtool check metrics: $(grep held "$TMP/metrics.txt")"
+
+note "skewgate status: the human summary, exit 3 while it rejects"
+rc=0; "$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" >"$TMP/status.txt" 2>"$TMP/status.err" || rc=$?
+[ "$rc" = 3 ] || fail "status exited $rc: $(cat "$TMP/status.err")"
+grep -q '^Decision: *HOLD new nodes: the boot images are older than this release supports (OutOfSkew)$' \
+  "$TMP/status.txt" || fail "decision line: $(cat "$TMP/status.txt")"
+grep -q '^Message: *the cluster is using OCP boot image version 4.12.0, which is below the minimum required version 4.13.0$' \
+  "$TMP/status.txt" || fail "message line: $(cat "$TMP/status.txt")"
+grep -q '^Mode: *Automatic$' "$TMP/status.txt" || fail "mode line"
+grep -q '^Boot image: *OCP 4.12.0; limit OCP 4.13.0, RHEL 9.2$' "$TMP/status.txt" || fail "boot image line"
+grep -q '^Source: *file, healthy; last sync 20.*Z (.*ago)$' "$TMP/status.txt" || fail "source line"
+grep -q '^Override: *none$' "$TMP/status.txt" || fail "override line"
+grep -q '^Held nodes: *2 held, 0 admitted after a hold; forgotten after 15m00s of silence$' "$TMP/status.txt" ||
+  fail "held summary: $(cat "$TMP/status.txt")"
+# The table's columns line up: every row has ATTEMPTS's value where its heading starts.
+python3 - "$TMP/status.txt" <<'PY' || fail "held table: $(cat "$TMP/status.txt")"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+head = next(i for i, l in enumerate(lines) if l.startswith("ADDRESS"))
+cols = [m.start() for m in re.finditer(r"(?<!\S)\S+(?: \S+)*", lines[head])]
+names = re.findall(r"\S+(?: \S+)*", lines[head])
+assert names == ["ADDRESS", "POOL", "IGNITION", "SPEC", "REASON", "ATTEMPTS", "HELD FOR", "LAST SEEN", "STATE"], names
+rows = {l.split()[0]: l for l in lines[head + 1:] if l.strip()}
+assert set(rows) == {"127.0.0.2", "127.0.0.3"}, rows
+for addr, row in rows.items():
+    cells = {n: row[c:].split("  ")[0].strip() for n, c in zip(names, cols)}
+    assert cells["ADDRESS"] == addr and cells["REASON"] == "OutOfSkew" and cells["STATE"] == "held", cells
+    assert cells["ATTEMPTS"] == ("3" if addr == "127.0.0.2" else "1"), cells
+    assert re.fullmatch(r"\d+s|\d+m\d\ds", cells["HELD FOR"]), cells
+    assert re.fullmatch(r"(\d+s|\d+m\d\ds) ago", cells["LAST SEEN"]), cells
+PY
+
+note "skewgate status -o json: /verdict's object with /held's"
+rc=0; "$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" -o json >"$TMP/status.json" || rc=$?
+[ "$rc" = 3 ] || fail "status -o json exited $rc"
+python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["decision"] == "reject" and s["reason"] == "OutOfSkew" and s["source"] == "file", s
+assert s["override"] is None, s
+assert len(s["held"]["clients"]) == 2 and s["held"]["held"] == 2, s
+' "$TMP/status.json" || fail "status -o json: $(cat "$TMP/status.json")"
+rc=0; "$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" -o yaml >/dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "status -o yaml exited $rc"
+
+note "an override shows with its expiry and how to undo it"
+curl -sf -d action=admit -d for=30m "$ADMIN/override" >/dev/null
+rc=0; "$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" >"$TMP/status.txt" || rc=$?
+[ "$rc" = 0 ] || fail "status under an admit override exited $rc"
+grep -q '^Override: *admit, lapses 20.*Z (in \(29m[0-9][0-9]\|30m0[0-9]\)s)$' "$TMP/status.txt" || fail "override line: $(cat "$TMP/status.txt")"
+grep -q 'undo: skewgate override clear' "$TMP/status.txt" || fail "no undo hint"
+curl -sf -d action=clear "$ADMIN/override" >/dev/null
+wait_until 5 verdict_is reject || fail "clear did not restore the verdict"
+
+note "the verdict flips: a held node gets its config and is marked admitted"
+set_object none.yaml "$object"
+wait_until 10 verdict_is admit || fail "the gate does not admit after the flip"
+[ "$(fetch 127.0.0.2)" = 200 ] || fail "127.0.0.2 not admitted"
+admitted_counted() { [ "$(metric skewgate_admitted_after_hold_total)" = 1 ]; }
+wait_until 5 admitted_counted || fail "admitted_after_hold: $(metric skewgate_admitted_after_hold_total)"
+held_check '
+c = {e["address"]: e for e in h["clients"]}
+a, b = c["127.0.0.2"], c["127.0.0.3"]
+assert a["admitted"] and a["admittedAt"] and a["attempts"] == 3, h
+assert not b["admitted"], h
+assert h["held"] == 1 and h["admittedAfterHold"] == 1, h
+' || fail "/held after the flip: $(held_json)"
+[ "$(metric 'skewgate_held_clients{pool="worker",reason="OutOfSkew"}')" = 0 ] || fail "admitted node still in the gauge"
+[ "$(metric 'skewgate_held_clients{pool="master",reason="OutOfSkew"}')" = 1 ] || fail "held master left the gauge"
+"$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" >"$TMP/status.txt" || fail "status exit while admitting"
+grep -q '^127\.0\.0\.2 .* admitted$' "$TMP/status.txt" || fail "status row not admitted: $(cat "$TMP/status.txt")"
+note "a second admission of the same node is not counted twice"
+[ "$(fetch 127.0.0.2)" = 200 ] || fail "second fetch"
+[ "$(metric skewgate_admitted_after_hold_total)" = 1 ] || fail "counted twice"
+gate_stop
+
+note "a bounded table: max_clients 2, four clients; forgotten after forget_after"
+set_object automatic-out-of-skew.yaml "$object"
+GATE_WORKERS=1 ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/small.yaml" hold "$object" "held:
+  max_clients: 2
+  forget_after: 2s"
+gate_start "$TMP/small.yaml"
+wait_until 10 verdict_is reject || fail "small gate does not reject"
+for a in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5; do [ "$(fetch $a)" = 503 ] || fail "$a not held"; done
+held_check '
+assert len(h["clients"]) == 2 and h["maxClients"] == 2, h
+assert h["overflow"] == 2, h
+assert {e["address"] for e in h["clients"]} <= {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}, h
+' || fail "bounded /held: $(held_json)"
+[ "$(metric skewgate_held_overflow_total)" = 2 ] || fail "overflow metric"
+no_clients() { held_check 'assert not h["clients"], h' 2>/dev/null; }
+wait_until 10 no_clients || fail "quiet clients not forgotten: $(held_json)"
+[ "$(metric 'skewgate_held_clients{pool="worker",reason="OutOfSkew"}')" = 0 ] || fail "forgotten clients in the gauge"
+note "forgotten slots take new clients"
+[ "$(fetch 127.0.0.6)" = 503 ] && [ "$(fetch 127.0.0.7)" = 503 ] || fail "new clients not held"
+held_check '
+assert {e["address"] for e in h["clients"]} == {"127.0.0.6", "127.0.0.7"}, h
+assert all(e["attempts"] == 1 for e in h["clients"]) and h["overflow"] == 2, h
+' || fail "reuse: $(held_json)"
+echo "PASS"
