@@ -10,6 +10,8 @@ pkgs=(build-essential pkg-config libevent-dev libssl-dev libjansson-dev libyaml-
 # builds its root filesystem, buildah commits it, podman runs it (with runc:
 # crun refuses a hybrid cgroup layout).
 pkgs+=(debootstrap buildah podman runc)
+# The status page test (tests/integration/t_status_page.sh): headless Chromium.
+pkgs+=(chromium)
 # make fuzz (tests/fuzz/run.sh): clang and its libFuzzer runtime.
 pkgs+=(clang libclang-rt-14-dev)
 missing=()

@@ -49,7 +49,7 @@ static const char page_style_text[] =
     ".admit{color:#176117}.reject{color:#a11}\n"
     "dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}\n"
     "dt{font-weight:bold}dd{margin:0}\n"
-    "table{border-collapse:collapse}th,td{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}\n"
+    "table{border-collapse:collapse}th,td{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}th{white-space:nowrap}\n"
     "td.num{text-align:right}#error{color:#a11}\n";
 
 /* Every value goes through text() or a cell's textContent. */

@@ -160,3 +160,27 @@ Test(metrics, every_reason_has_a_name)
     cr_assert_str_eq(request_decision_name(REQUEST_ERROR), "error");
     cr_assert_str_eq(request_decision_name(REQUEST_PASS), "pass");
 }
+
+Test(metrics, held_clients_by_pool_and_reason)
+{
+    held_entry_t entries[4] = {0};
+    strcpy(entries[0].pool, "worker");
+    strcpy(entries[0].reason, "OutOfSkew");
+    entries[1] = entries[0];
+    entries[2] = entries[0];
+    entries[2].admitted_ms = 1;     /* admitted: no longer held */
+    strcpy(entries[3].pool, "in\"fra");
+    strcpy(entries[3].reason, "UnknownMachine");
+    held_view_t held = {.entries = entries, .n = 4, .n_held = 3, .admitted_after_hold = 5, .overflow = 2};
+    const metrics_worker_t *w[1] = {&workers[0]};
+    metrics_gate_t g = {.verdict = &verdict, .held = &held};
+    size_t len;
+    char *text = metrics_render(w, 1, &g, &len);
+    cr_assert_not_null(text);
+    assert_has(text, "# TYPE skewgate_held_clients gauge\n");
+    assert_has(text, "skewgate_held_clients{pool=\"worker\",reason=\"OutOfSkew\"} 2\n");
+    assert_has(text, "skewgate_held_clients{pool=\"in\\\"fra\",reason=\"UnknownMachine\"} 1\n");
+    assert_has(text, "# TYPE skewgate_admitted_after_hold_total counter\nskewgate_admitted_after_hold_total 5\n");
+    assert_has(text, "skewgate_held_overflow_total 2\n");
+    free(text);
+}
