@@ -11,7 +11,8 @@
  * more than one retry is already rare. */
 #define HELD_READ_TRIES 64
 /* The words an attempt on a known client changes: last seen, attempts,
- * admitted, reason. */
+ * admitted; and with a new reason, the reason too. */
+#define HELD_ATTEMPT_WORDS (offsetof(held_entry_t, reason) / sizeof(uint64_t))
 #define HELD_DYNAMIC_WORDS (offsetof(held_entry_t, first_seen_ms) / sizeof(uint64_t))
 
 int held_table_init(held_table_t *t, uint32_t cap, uint64_t forget_after_ms)
@@ -159,7 +160,7 @@ void held_record(held_table_t *t, const held_client_t *c, const char *reason, ui
     }
     uint32_t i = (uint32_t)at;
     held_entry_t *e = &t->mine[i];
-    size_t words = HELD_DYNAMIC_WORDS;
+    size_t words = HELD_ATTEMPT_WORDS;
     if (!found || held_forgotten(t, e, now_ms)) {
         /* New, or back after a silence long enough to forget it: afresh. */
         held_fill(t, i, family, addr, c, now_ms);
@@ -173,6 +174,8 @@ void held_record(held_table_t *t, const held_client_t *c, const char *reason, ui
          * name again costs a pointer compare, not a string compare. */
         t->reason_of[i] = reason;
         held_copy_text(e->reason, sizeof e->reason, reason, strlen(reason));
+        if (words < HELD_DYNAMIC_WORDS)
+            words = HELD_DYNAMIC_WORDS;
     }
     held_publish(t, i, words);
 }
@@ -272,7 +275,7 @@ bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peer
     held_entry_t *e = &t->mine[at];
     e->admitted_ms = now_ms;
     e->last_seen_ms = now_ms;
-    held_publish(t, (uint32_t)at, mine ? HELD_DYNAMIC_WORDS : HELD_ENTRY_WORDS);
+    held_publish(t, (uint32_t)at, mine ? HELD_ATTEMPT_WORDS : HELD_ENTRY_WORDS);
     if (theirs_admitted)
         return false;
     held_count(&t->admitted_after_hold);
