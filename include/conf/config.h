@@ -185,6 +185,10 @@ config_t *config_load(const char *path, char *err, size_t errlen);
  * '/') resolves relative paths. */
 config_t *config_parse(const char *text, size_t len, const char *name, char *err, size_t errlen);
 void config_free(config_t *cfg);
+/* A whole file of at most 1 MiB (a configuration, a kubeconfig), malloc'ed
+ * with *len; NULL with "PATH: cannot open|read: why" in err. Not
+ * NUL-terminated. */
+char *config_read_file(const char *path, size_t *len, char *err, size_t errlen);
 
 /* The redirect's port pairs: redirect.ports as written (validated at
  * load), or by default CONFIG_MCS_TLS_PORT -> the port of the first TLS

@@ -10,17 +10,19 @@
 
 #include "admin/client.h"
 #include "cli/cmd.h"
+#include "cli/override_cluster.h"
 
 static void override_usage(FILE *out)
 {
     fprintf(out,
             "usage: skewgate override admit|reject|clear [--for DURATION] [-c FILE | --admin ADDR|SOCKET]\n"
             "                                          [--token-file FILE]\n"
+            "       skewgate override admit|reject|clear [--for DURATION] --cluster [--kubeconfig FILE | -c FILE]\n"
             "\n"
             "Overrides the verdict of one running gate (admit or reject every gated\n"
             "request, whatever the MachineConfiguration says), or clears the override.\n"
             "It is local to that gate and lost on restart; for all replicas at once use\n"
-            "the annotation skewgate.openshift.io/override on the MachineConfiguration.\n"
+            "--cluster (below).\n"
             "  --for DURATION      lapse by itself after DURATION (30s, 10m, 1h); default never\n"
             "  -c, --config FILE   the gate's configuration: its admin.socket if set (the\n"
             "                      socket's mode is the credential), else its admin.address\n"
@@ -29,8 +31,17 @@ static void override_usage(FILE *out)
             "                      path of its unix socket (/run/skewgate/admin.sock)\n"
             "      --token-file F  the bearer token to send over TCP (default: admin.token_file)\n"
             "\n"
-            "Prints the resulting verdict. Exit status: 0 done, 1 the gate cannot be asked,\n"
-            "2 bad usage.\n");
+            "With --cluster it sets (clear: removes) the annotation\n"
+            "skewgate.openshift.io/override=admit|reject[;until=RFC3339] on the\n"
+            "MachineConfiguration cluster with a JSON merge patch: every replica follows\n"
+            "it within a second. It needs `patch` on machineconfigurations (the optional\n"
+            "ClusterRole skewgate-override, deploy/kubernetes/override-rbac).\n"
+            "  --kubeconfig FILE   the API server and token (default: $KUBECONFIG's first\n"
+            "                      file, else ~/.kube/config; its current-context)\n"
+            "  -c, --config FILE   the gate's configuration: its enforcement.kubernetes\n"
+            "\n"
+            "Prints the resulting verdict (--cluster: the annotation). Exit status: 0 done,\n"
+            "1 the gate or the API server cannot be asked or refused, 2 bad usage.\n");
 }
 
 int cmd_override(int argc, char **argv)
@@ -40,10 +51,13 @@ int cmd_override(int argc, char **argv)
         {"admin", required_argument, NULL, 'a'},
         {"for", required_argument, NULL, 'f'},
         {"token-file", required_argument, NULL, 't'},
+        {"cluster", no_argument, NULL, 'C'},
+        {"kubeconfig", required_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *config_path = NULL, *admin = NULL, *duration = NULL, *token_file = NULL;
+    const char *config_path = NULL, *admin = NULL, *duration = NULL, *token_file = NULL, *kubeconfig = NULL;
+    bool cluster = false;
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -60,6 +74,12 @@ int cmd_override(int argc, char **argv)
         case 't':
             token_file = optarg;
             break;
+        case 'C':
+            cluster = true;
+            break;
+        case 'k':
+            kubeconfig = optarg;
+            break;
         case 'h':
             override_usage(stdout);
             return 0;
@@ -69,8 +89,8 @@ int cmd_override(int argc, char **argv)
         }
     }
     const char *action = optind + 1 == argc ? argv[optind] : NULL;
-    uint64_t ms;
-    if (!action || (config_path && admin) ||
+    uint64_t ms = 0;
+    if (!action || (config_path && admin) || (cluster && (admin || token_file)) || (kubeconfig && !cluster) ||
         (strcmp(action, "admit") && strcmp(action, "reject") && strcmp(action, "clear"))) {
         override_usage(stderr);
         return 2;
@@ -79,6 +99,8 @@ int cmd_override(int argc, char **argv)
         fprintf(stderr, "skewgate override: --for takes a duration (30s, 10m, 1h) and goes with admit or reject\n");
         return 2;
     }
+    if (cluster)
+        return override_cluster(action, ms, kubeconfig, config_path);
     char err[CONFIG_ERR_LEN];
     config_addr_t addr;
     if (admin_client_addr(admin, config_path, &addr, err, sizeof err) < 0) {

@@ -695,6 +695,11 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
     return buf;
 }
 
+char *config_read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+    return read_file(path, len, err, errlen);
+}
+
 config_t *config_load(const char *path, char *err, size_t errlen)
 {
     char scratch[1];
