@@ -1,6 +1,9 @@
 /* admin: the loopback admin listener (evhttp on the verdict thread's
  * event_base): GET / (the status page), /healthz, /readyz, /verdict,
- * /held, /metrics and POST /override. Everything it reads lives on that thread, except the
+ * /held, /metrics and POST /override, on cfg->addr and, if configured, on
+ * the unix socket cfg->socket. Reads are open; a change (POST /override)
+ * needs the socket or, over TCP, the bearer token of cfg->token_file.
+ * Everything it reads lives on that thread, except the
  * workers' counters, which metrics.h makes safe to read from here. */
 #ifndef SKEWGATE_ADMIN_H
 #define SKEWGATE_ADMIN_H

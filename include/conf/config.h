@@ -126,7 +126,13 @@ typedef struct config_limits {
 typedef struct config_admin {
     bool enabled;               /* default true */
     config_addr_t addr;         /* default 127.0.0.1:22625; loopback only (127.0.0.0/8, ::1) */
+    char *socket;               /* default NULL: none; a unix socket (mode 0600) serving the same
+                                   routes, mutations included: its mode is the credential */
+    char *token_file;           /* default NULL: none; the bearer token that allows mutations over TCP */
 } config_admin_t;
+
+/* The longest unix socket path (sockaddr_un's sun_path less the NUL). */
+#define CONFIG_SOCKET_PATH_MAX 107
 
 /* A second, read-only listener: GET /metrics (what the admin API's
  * /metrics serves) and /healthz, nothing that changes anything, so it may
@@ -186,6 +192,10 @@ config_t *config_load(const char *path, char *err, size_t errlen);
  * '/') resolves relative paths. */
 config_t *config_parse(const char *text, size_t len, const char *name, char *err, size_t errlen);
 void config_free(config_t *cfg);
+/* A whole file of at most 1 MiB (a configuration, a kubeconfig), malloc'ed
+ * with *len; NULL with "PATH: cannot open|read: why" in err. Not
+ * NUL-terminated. */
+char *config_read_file(const char *path, size_t *len, char *err, size_t errlen);
 
 /* The redirect's port pairs: redirect.ports as written (validated at
  * load), or by default CONFIG_MCS_TLS_PORT -> the port of the first TLS

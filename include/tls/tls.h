@@ -59,6 +59,11 @@ int tls_client_prepare(SSL *ssl, const config_upstream_t *up);
  * insecure. NULL with a message in err on failure. */
 SSL_CTX *tls_api_ctx_new(const char *ca_file, bool insecure, char *err, size_t errlen);
 
+/* The same, trusting only the PEM certificates in pem[0..len) (a
+ * kubeconfig's certificate-authority-data, decoded). NULL with err when
+ * it holds none. */
+SSL_CTX *tls_api_ctx_new_pem(const char *pem, size_t len, bool insecure, char *err, size_t errlen);
+
 /* Per-connection setup for the API server: SNI when host is a DNS name,
  * and the name or IP its certificate must match (unless insecure). 0, or
  * -1 and err. */

@@ -5,15 +5,62 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 
 #include "admin/client.h"
 
 #define ADMIN_CLIENT_TIMEOUT_S 5
 #define ADMIN_CLIENT_MAX_ANSWER (4u << 20)
 
+/* A unix socket path as the address to ask; its text is the path. */
+static int admin_client_unix(const char *path, config_addr_t *out, char *err, size_t errlen)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    size_t len = strlen(path);
+    if (len >= sizeof sun.sun_path || len >= sizeof out->text) {
+        snprintf(err, errlen, "%s: a unix socket path is at most %zu bytes", path, sizeof sun.sun_path - 1);
+        return -1;
+    }
+    memcpy(sun.sun_path, path, len + 1);
+    *out = (config_addr_t){.len = sizeof sun};
+    memcpy(&out->ss, &sun, sizeof sun);
+    memcpy(out->text, path, len + 1);
+    return 0;
+}
+
+int admin_client_token(const char *token_file, const char *config_path, kube_token_t *out, bool *have,
+                       char *err, size_t errlen)
+{
+    *have = false;
+    config_t *cfg = NULL;
+    if (!token_file && config_path) {
+        if (!(cfg = config_load(config_path, err, errlen)))
+            return -1;
+        token_file = cfg->admin.token_file;
+    }
+    int rc = 0;
+    if (token_file) {
+        char why[256];
+        if (kube_token_init(out, token_file) < 0) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        } else if (kube_token_refresh(out, why, sizeof why) < 0) {
+            snprintf(err, errlen, "admin token: %s", why);
+            kube_token_free(out);
+            rc = -1;
+        } else {
+            *have = true;
+        }
+    }
+    config_free(cfg);
+    return rc;
+}
+
 int admin_client_addr(const char *admin_addr, const char *config_path, config_addr_t *out, char *err,
                       size_t errlen)
 {
+    if (admin_addr && admin_addr[0] == '/')
+        return admin_client_unix(admin_addr, out, err, errlen);
     if (admin_addr) {
         if (config_parse_addr(admin_addr, out) < 0) {
             snprintf(err, errlen, "--admin %s: expected IP:PORT, e.g. 127.0.0.1:22625", admin_addr);
@@ -27,7 +74,9 @@ int admin_client_addr(const char *admin_addr, const char *config_path, config_ad
     if (!cfg)
         return -1;
     int rc = 0;
-    if (cfg->admin.enabled) {
+    if (cfg->admin.enabled && cfg->admin.socket) {
+        rc = admin_client_unix(cfg->admin.socket, out, err, errlen);
+    } else if (cfg->admin.enabled) {
         *out = cfg->admin.addr;
     } else {
         snprintf(err, errlen, "%s: admin.enabled is false: the gate has no admin listener", config_path);
@@ -80,20 +129,25 @@ static char *admin_client_read_all(int fd, size_t *len)
     return NULL;
 }
 
-static int admin_client_exchange(int fd, const config_addr_t *addr, const char *method, const char *path,
-                                 const char *form, char **body, char *err, size_t errlen)
+static int admin_client_exchange(int fd, const config_addr_t *addr, const char *token, const char *method,
+                                 const char *path, const char *form, char **body, char *err, size_t errlen)
 {
-    char head[512];
+    char head[512 + KUBE_TOKEN_MAX];
     size_t form_len = form ? strlen(form) : 0;
+    /* Host is the address's text over TCP; a socket path is no host. */
     int n = snprintf(head, sizeof head,
-                     "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
+                     "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n%s%s%s"
                      "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %zu\r\n\r\n",
-                     method, path, addr->text, form_len);
+                     method, path, addr->ss.ss_family == AF_UNIX ? "localhost" : addr->text,
+                     token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "", form_len);
     if (n < 0 || (size_t)n >= sizeof head) {
+        explicit_bzero(head, sizeof head);
         snprintf(err, errlen, "request too long");
         return -1;
     }
-    if (admin_client_send(fd, head, (size_t)n) < 0 || admin_client_send(fd, form ? form : "", form_len) < 0) {
+    int sent = admin_client_send(fd, head, (size_t)n);
+    explicit_bzero(head, sizeof head);
+    if (sent < 0 || admin_client_send(fd, form ? form : "", form_len) < 0) {
         snprintf(err, errlen, "%s: send: %s", addr->text, strerror(errno));
         return -1;
     }
@@ -120,6 +174,12 @@ static int admin_client_exchange(int fd, const config_addr_t *addr, const char *
 int admin_client_request(const config_addr_t *addr, const char *method, const char *path, const char *form,
                          char **body, char *err, size_t errlen)
 {
+    return admin_client_request_auth(addr, NULL, method, path, form, body, err, errlen);
+}
+
+int admin_client_request_auth(const config_addr_t *addr, const char *token, const char *method, const char *path,
+                              const char *form, char **body, char *err, size_t errlen)
+{
     int fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errlen, "socket: %s", strerror(errno));
@@ -132,7 +192,7 @@ int admin_client_request(const config_addr_t *addr, const char *method, const ch
     if (connect(fd, (const struct sockaddr *)&addr->ss, addr->len) < 0)
         snprintf(err, errlen, "cannot reach the gate's admin listener at %s: %s", addr->text, strerror(errno));
     else
-        status = admin_client_exchange(fd, addr, method, path, form, body, err, errlen);
+        status = admin_client_exchange(fd, addr, token, method, path, form, body, err, errlen);
     close(fd);
     return status;
 }

@@ -17,6 +17,8 @@
 
 struct admin {
     serve_t *serve;
+    serve_t *socket;            /* admin.socket, if configured: the same routes */
+    credential_t cred;          /* admin.token_file, for mutations over TCP */
     verdict_ctl_t *ctl;
     scrape_t scrape;
 };
@@ -214,11 +216,16 @@ admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict
         return NULL;
     }
     a->ctl = ctl;
-    a->serve = serve_start(base, &cfg->addr, "admin", &admin_routes, a, err, errlen);
-    if (!a->serve) {
+    if (credential_init(&a->cred, cfg->token_file, err, errlen) < 0 ||
+        !(a->serve = serve_start(base, &cfg->addr, "admin", &admin_routes, a, err, errlen)) ||
+        (cfg->socket && !(a->socket = serve_start_unix(base, cfg->socket, "admin", &admin_routes, a, err, errlen)))) {
         admin_free(a);
         return NULL;
     }
+    serve_require_credential(a->serve, &a->cred);
+    if (!cfg->socket && !cfg->token_file)
+        log_msg(LOG_WARN, "admin_readonly", "neither admin.socket nor admin.token_file is set: the admin API "
+                "refuses overrides (403) until one is configured");
     return a;
 }
 
@@ -227,6 +234,8 @@ void admin_free(admin_t *a)
     if (!a)
         return;
     serve_free(a->serve);
+    serve_free(a->socket);
+    credential_free(&a->cred);
     scrape_release(&a->scrape);
     free(a);
 }

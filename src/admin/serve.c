@@ -5,6 +5,8 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
 
@@ -21,6 +23,8 @@ struct serve {
     struct evhttp *http;
     const serve_routes_t *routes;
     void *arg;
+    char *socket_path;          /* a unix socket: every route allowed, the file removed at free */
+    credential_t *cred;         /* TCP: what a mutating route asks */
 };
 
 /* libevent 2.1.12 sends whatever is in the output buffer even to a HEAD,
@@ -55,10 +59,71 @@ void serve_healthz(void *arg, struct evhttp_request *req)
     serve_text(req, 200, "OK", "ok");
 }
 
+static const char *serve_method_name(enum evhttp_cmd_type cmd)
+{
+    switch (cmd) {
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    default:
+        return "other";
+    }
+}
+
+/* A change (not GET or HEAD) over TCP: true when the request carries the token;
+ * otherwise it has been answered (401 or 403, 503 when the token file
+ * cannot be read). The answers name the fix, never the token. */
+static bool serve_authorized(const serve_t *s, struct evhttp_request *req)
+{
+    if (s->socket_path)
+        return true;
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    credential_result_t result = s->cred ? credential_check(s->cred, auth) : CREDENTIAL_UNCONFIGURED;
+    static const char *const why[] = {
+        [CREDENTIAL_OK] = "ok", [CREDENTIAL_MISSING] = "no bearer token", [CREDENTIAL_WRONG] = "wrong token",
+        [CREDENTIAL_UNCONFIGURED] = "no credential configured", [CREDENTIAL_UNREADABLE] = "token file unreadable",
+    };
+    /* Who tried and why it failed, never what was sent. */
+    if (result != CREDENTIAL_OK)
+        log_json(LOG_WARN, "admin_refused",
+                 json_pack("{s:s, s:s}", "path", evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req)), "why",
+                           why[result]));
+    switch (result) {
+    case CREDENTIAL_OK:
+        return true;
+    case CREDENTIAL_MISSING:
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer realm=\"skewgate\"");
+        serve_text(req, 401, "Unauthorized",
+                   "this changes the gate: send Authorization: Bearer <the token of admin.token_file>, "
+                   "or use admin.socket");
+        return false;
+    case CREDENTIAL_WRONG:
+        serve_text(req, 403, "Forbidden", "wrong token: it is not the one of admin.token_file");
+        return false;
+    case CREDENTIAL_UNREADABLE:
+        serve_text(req, 503, "Service Unavailable", "admin.token_file cannot be read now: see the gate's log");
+        return false;
+    case CREDENTIAL_UNCONFIGURED:
+        break;
+    }
+    serve_text(req, 403, "Forbidden",
+               "changes need a credential and none is configured: set admin.socket (a unix socket, mode 0600) "
+               "or admin.token_file (a bearer token) in the gate's configuration");
+    return false;
+}
+
 static void serve_on_request(struct evhttp_request *req, void *arg)
 {
     const serve_t *s = arg;
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+    /* The path only: a query (or a header) may hold what is not for a log. */
+    if (log_enabled(LOG_DEBUG))
+        log_json(LOG_DEBUG, "admin_request",
+                 json_pack("{s:s, s:s, s:s}", "method", serve_method_name(evhttp_request_get_command(req)), "path",
+                           path ? path : "", "via", s->socket_path ? "socket" : "tcp"));
     for (size_t i = 0; path && i < s->routes->n; i++) {
         const serve_route_t *r = &s->routes->routes[i];
         if (strcmp(path, r->path))
@@ -68,7 +133,9 @@ static void serve_on_request(struct evhttp_request *req, void *arg)
             serve_text(req, 405, "Method Not Allowed", "method not allowed");
             return;
         }
-        r->handle(s->arg, req);
+        bool safe = evhttp_request_get_command(req) & (EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+        if (safe || serve_authorized(s, req))
+            r->handle(s->arg, req);
         return;
     }
     serve_text(req, 404, "Not Found", s->routes->not_found);
@@ -101,14 +168,16 @@ static int serve_listen(const config_addr_t *addr, const char *name, char *err, 
     return fd;
 }
 
-serve_t *serve_start(struct event_base *base, const config_addr_t *addr, const char *name,
-                     const serve_routes_t *routes, void *arg, char *err, size_t errlen)
+/* The evhttp around a listening socket fd (taken: closed on failure). */
+static serve_t *serve_on_fd(struct event_base *base, int fd, const char *what, const char *name,
+                            const serve_routes_t *routes, void *arg, char *err, size_t errlen)
 {
     serve_t *s = calloc(1, sizeof *s);
     if (s)
         s->http = evhttp_new(base);
     if (!s || !s->http) {
         snprintf(err, errlen, "%s listener: out of memory", name);
+        close(fd);
         serve_free(s);
         return NULL;
     }
@@ -120,16 +189,94 @@ serve_t *serve_start(struct event_base *base, const config_addr_t *addr, const c
     evhttp_set_max_headers_size(s->http, SERVE_MAX_HEADERS);
     evhttp_set_timeout(s->http, SERVE_TIMEOUT_S);
     evhttp_set_gencb(s->http, serve_on_request, s);
-    int fd = serve_listen(addr, name, err, errlen);
-    if (fd < 0 || !evhttp_accept_socket_with_handle(s->http, fd)) {
-        if (fd >= 0) {
-            close(fd);
-            snprintf(err, errlen, "%s listener %s: cannot serve", name, addr->text);
-        }
+    if (!evhttp_accept_socket_with_handle(s->http, fd)) {
+        close(fd);
+        snprintf(err, errlen, "%s listener %s: cannot serve", name, what);
         serve_free(s);
         return NULL;
     }
     return s;
+}
+
+serve_t *serve_start(struct event_base *base, const config_addr_t *addr, const char *name,
+                     const serve_routes_t *routes, void *arg, char *err, size_t errlen)
+{
+    int fd = serve_listen(addr, name, err, errlen);
+    return fd < 0 ? NULL : serve_on_fd(base, fd, addr->text, name, routes, arg, err, errlen);
+}
+
+/* A socket file at path that no gate serves any more (connect refused) is
+ * removed; a live one is another gate's. 0, or -1 with err. */
+static int serve_unlink_stale(const struct sockaddr_un *sun, const char *name, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(sun->sun_path, &st) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, errlen, "%s socket %s: %s", name, sun->sun_path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(err, errlen, "%s socket %s: a file that is not a socket is in the way", name, sun->sun_path);
+        return -1;
+    }
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int live = probe >= 0 && connect(probe, (const struct sockaddr *)sun, sizeof *sun) == 0;
+    if (probe >= 0)
+        close(probe);
+    if (live) {
+        snprintf(err, errlen, "%s socket %s: another process serves it", name, sun->sun_path);
+        return -1;
+    }
+    if (unlink(sun->sun_path) < 0) {
+        snprintf(err, errlen, "%s socket %s: %s", name, sun->sun_path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+serve_t *serve_start_unix(struct event_base *base, const char *path, const char *name,
+                          const serve_routes_t *routes, void *arg, char *err, size_t errlen)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sun.sun_path) {
+        snprintf(err, errlen, "%s socket %s: path too long", name, path);
+        return NULL;
+    }
+    memcpy(sun.sun_path, path, strlen(path) + 1);
+    if (serve_unlink_stale(&sun, name, err, errlen) < 0)
+        return NULL;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    /* bind creates the file with the umask's mode, at most 0777 & ~umask;
+     * the chmod right after narrows it to the owner before listen, so no
+     * connection can be made in between. */
+    if (fd < 0 || bind(fd, (const struct sockaddr *)&sun, sizeof sun) < 0 || chmod(path, 0600) < 0 ||
+        listen(fd, SERVE_BACKLOG) < 0) {
+        snprintf(err, errlen, "%s socket %s: %s", name, path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    serve_t *s = serve_on_fd(base, fd, path, name, routes, arg, err, errlen);
+    if (s && !(s->socket_path = strdup(path))) {
+        snprintf(err, errlen, "%s socket: out of memory", name);
+        serve_free(s);
+        unlink(path);
+        return NULL;
+    }
+    if (!s) {
+        unlink(path);
+        return NULL;
+    }
+    char event[48];
+    snprintf(event, sizeof event, "%s_socket", name);
+    log_json(LOG_INFO, event, json_pack("{s:s, s:s}", "path", path, "mode", "0600"));
+    return s;
+}
+
+void serve_require_credential(serve_t *s, credential_t *cred)
+{
+    s->cred = cred;
 }
 
 void serve_free(serve_t *s)
@@ -138,5 +285,9 @@ void serve_free(serve_t *s)
         return;
     if (s->http)
         evhttp_free(s->http);
+    if (s->socket_path) {
+        unlink(s->socket_path);
+        free(s->socket_path);
+    }
     free(s);
 }

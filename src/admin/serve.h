@@ -5,9 +5,11 @@
 #ifndef SKEWGATE_ADMIN_SERVE_H
 #define SKEWGATE_ADMIN_SERVE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "conf/config.h"
+#include "credential.h"
 
 struct event_base;
 struct evhttp_request;
@@ -21,6 +23,8 @@ typedef struct serve_route {
     const char *allow;          /* the Allow header of a 405 */
     void (*handle)(void *arg, struct evhttp_request *req);
 } serve_route_t;
+/* A request with a method other than GET or HEAD (RFC 9110's safe
+ * methods here) changes the gate: over TCP it needs a credential. */
 
 typedef struct serve_routes {
     const serve_route_t *routes;
@@ -36,6 +40,17 @@ typedef struct serve serve_t;
  * NULL with "<name> listener ADDR: why" in err. routes must outlive it. */
 serve_t *serve_start(struct event_base *base, const config_addr_t *addr, const char *name,
                      const serve_routes_t *routes, void *arg, char *err, size_t errlen);
+/* The same on a unix socket at path, created mode 0600 (a stale socket
+ * left by a dead gate is replaced; a live one, or any other file, is an
+ * error) and removed by serve_free. Whoever can connect may call every
+ * route, mutations included: the socket's mode is the credential, as
+ * with HAProxy's stats socket. Logs "<name>_socket" with the path. */
+serve_t *serve_start_unix(struct event_base *base, const char *path, const char *name,
+                          const serve_routes_t *routes, void *arg, char *err, size_t errlen);
+/* Over TCP, a change (not GET or HEAD) needs cred's bearer token
+ * (borrowed; NULL or never set: refused, 403, telling how to configure
+ * one). */
+void serve_require_credential(serve_t *s, credential_t *cred);
 void serve_free(serve_t *s);
 
 void serve_reply(struct evhttp_request *req, int code, const char *reason, const char *type, const char *body,

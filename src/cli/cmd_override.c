@@ -6,25 +6,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "admin/client.h"
 #include "cli/cmd.h"
+#include "cli/override_cluster.h"
 
 static void override_usage(FILE *out)
 {
     fprintf(out,
-            "usage: skewgate override admit|reject|clear [--for DURATION] [-c FILE | --admin ADDR]\n"
+            "usage: skewgate override admit|reject|clear [--for DURATION] [-c FILE | --admin ADDR|SOCKET]\n"
+            "                                          [--token-file FILE]\n"
+            "       skewgate override admit|reject|clear [--for DURATION] --cluster [--kubeconfig FILE | -c FILE]\n"
             "\n"
             "Overrides the verdict of one running gate (admit or reject every gated\n"
             "request, whatever the MachineConfiguration says), or clears the override.\n"
             "It is local to that gate and lost on restart; for all replicas at once use\n"
-            "the annotation skewgate.openshift.io/override on the MachineConfiguration.\n"
+            "--cluster (below).\n"
             "  --for DURATION      lapse by itself after DURATION (30s, 10m, 1h); default never\n"
-            "  -c, --config FILE   the gate's configuration: its admin.address\n"
-            "      --admin ADDR    the admin listener (default " ADMIN_CLIENT_DEFAULT_ADDR ")\n"
+            "  -c, --config FILE   the gate's configuration: its admin.socket if set (the\n"
+            "                      socket's mode is the credential), else its admin.address\n"
+            "                      with the token of its admin.token_file\n"
+            "      --admin ADDR    the admin listener (default " ADMIN_CLIENT_DEFAULT_ADDR "), or the\n"
+            "                      path of its unix socket (/run/skewgate/admin.sock)\n"
+            "      --token-file F  the bearer token to send over TCP (default: admin.token_file)\n"
             "\n"
-            "Prints the resulting verdict. Exit status: 0 done, 1 the gate cannot be asked,\n"
-            "2 bad usage.\n");
+            "With --cluster it sets (clear: removes) the annotation\n"
+            "skewgate.openshift.io/override=admit|reject[;until=RFC3339] on the\n"
+            "MachineConfiguration cluster with a JSON merge patch: every replica follows\n"
+            "it within a second. It needs `patch` on machineconfigurations (the optional\n"
+            "ClusterRole skewgate-override, deploy/kubernetes/override-rbac).\n"
+            "  --kubeconfig FILE   the API server and token (default: $KUBECONFIG's first\n"
+            "                      file, else ~/.kube/config; its current-context)\n"
+            "  -c, --config FILE   the gate's configuration: its enforcement.kubernetes\n"
+            "\n"
+            "Prints the resulting verdict (--cluster: the annotation). Exit status: 0 done,\n"
+            "1 the gate or the API server cannot be asked or refused, 2 bad usage.\n");
 }
 
 int cmd_override(int argc, char **argv)
@@ -33,10 +50,14 @@ int cmd_override(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},
         {"admin", required_argument, NULL, 'a'},
         {"for", required_argument, NULL, 'f'},
+        {"token-file", required_argument, NULL, 't'},
+        {"cluster", no_argument, NULL, 'C'},
+        {"kubeconfig", required_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *config_path = NULL, *admin = NULL, *duration = NULL;
+    const char *config_path = NULL, *admin = NULL, *duration = NULL, *token_file = NULL, *kubeconfig = NULL;
+    bool cluster = false;
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -50,6 +71,15 @@ int cmd_override(int argc, char **argv)
         case 'f':
             duration = optarg;
             break;
+        case 't':
+            token_file = optarg;
+            break;
+        case 'C':
+            cluster = true;
+            break;
+        case 'k':
+            kubeconfig = optarg;
+            break;
         case 'h':
             override_usage(stdout);
             return 0;
@@ -59,8 +89,8 @@ int cmd_override(int argc, char **argv)
         }
     }
     const char *action = optind + 1 == argc ? argv[optind] : NULL;
-    uint64_t ms;
-    if (!action || (config_path && admin) ||
+    uint64_t ms = 0;
+    if (!action || (config_path && admin) || (cluster && (admin || token_file)) || (kubeconfig && !cluster) ||
         (strcmp(action, "admit") && strcmp(action, "reject") && strcmp(action, "clear"))) {
         override_usage(stderr);
         return 2;
@@ -69,16 +99,29 @@ int cmd_override(int argc, char **argv)
         fprintf(stderr, "skewgate override: --for takes a duration (30s, 10m, 1h) and goes with admit or reject\n");
         return 2;
     }
+    if (cluster)
+        return override_cluster(action, ms, kubeconfig, config_path);
     char err[CONFIG_ERR_LEN];
     config_addr_t addr;
     if (admin_client_addr(admin, config_path, &addr, err, sizeof err) < 0) {
         fprintf(stderr, "skewgate override: %s\n", err);
         return 2;
     }
+    /* Over the socket its mode is the credential; over TCP, the token. */
+    kube_token_t token;
+    bool have_token = false;
+    if (addr.ss.ss_family != AF_UNIX &&
+        admin_client_token(token_file, config_path, &token, &have_token, err, sizeof err) < 0) {
+        fprintf(stderr, "skewgate override: %s\n", err);
+        return 2;
+    }
     char form[128];
     snprintf(form, sizeof form, "action=%s%s%s", action, duration ? "&for=" : "", duration ? duration : "");
     char *body = NULL;
-    int status = admin_client_request(&addr, "POST", "/override", form, &body, err, sizeof err);
+    int status = admin_client_request_auth(&addr, have_token ? token.value : NULL, "POST", "/override", form,
+                                           &body, err, sizeof err);
+    if (have_token)
+        kube_token_free(&token);
     if (status < 0) {
         fprintf(stderr, "skewgate override: %s\n", err);
         return 1;

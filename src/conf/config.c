@@ -214,6 +214,8 @@ static const schema_t limits_schema = SCHEMA(limits_fields);
 static const field_t admin_fields[] = {
     {"enabled", schema_read_bool, offsetof(config_admin_t, enabled), NULL},
     {"address", schema_read_addr, offsetof(config_admin_t, addr), &admin_rules},
+    {"socket", schema_read_path, offsetof(config_admin_t, socket), NULL},
+    {"token_file", schema_read_path, offsetof(config_admin_t, token_file), NULL},
 };
 static const schema_t admin_schema = SCHEMA(admin_fields);
 
@@ -437,6 +439,9 @@ static int validate_admin(loader_t *ld)
 {
     if (!ld->cfg->admin.enabled)
         return 0;
+    if (ld->cfg->admin.socket && strlen(ld->cfg->admin.socket) > CONFIG_SOCKET_PATH_MAX)
+        return schema_fail_at_path(ld, "admin.socket", "a unix socket path is at most %d bytes (after resolving "
+                                   "it against the configuration's directory)", CONFIG_SOCKET_PATH_MAX);
     return validate_not_a_listener(ld, &ld->cfg->admin.addr, "admin.address", "they cannot share a port");
 }
 
@@ -699,6 +704,11 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
     return buf;
 }
 
+char *config_read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+    return read_file(path, len, err, errlen);
+}
+
 config_t *config_load(const char *path, char *err, size_t errlen)
 {
     char scratch[1];
@@ -736,6 +746,8 @@ void config_free(config_t *cfg)
     free(k->name);
     free(cfg->enforcement.file.path);
     free(cfg->redirect.table);
+    free(cfg->admin.socket);
+    free(cfg->admin.token_file);
     for (size_t i = 0; i < cfg->gate.n_prefixes; i++)
         free(cfg->gate.prefixes[i]);
     free(cfg->path);

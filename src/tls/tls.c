@@ -1,10 +1,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
 #include "tls/tls.h"
@@ -324,6 +326,30 @@ SSL_CTX *tls_client_ctx_new(const config_upstream_t *up, char *err, size_t errle
 SSL_CTX *tls_api_ctx_new(const char *ca_file, bool insecure, char *err, size_t errlen)
 {
     return tls_client_ctx(ca_file, insecure, "kubernetes", err, errlen);
+}
+
+SSL_CTX *tls_api_ctx_new_pem(const char *pem, size_t len, bool insecure, char *err, size_t errlen)
+{
+    SSL_CTX *ctx = tls_client_ctx(NULL, insecure, "kubernetes", err, errlen);
+    X509_STORE *store = ctx ? X509_STORE_new() : NULL;
+    BIO *bio = store && len <= INT_MAX ? BIO_new_mem_buf(pem, (int)len) : NULL;
+    int n = 0;
+    for (X509 *x; bio && (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)); X509_free(x))
+        n += X509_STORE_add_cert(store, x) == 1;
+    /* The loop ends on the PEM reader's "no start line": not an error. */
+    ERR_clear_error();
+    BIO_free(bio);
+    if (!ctx || n == 0) {
+        if (ctx)
+            snprintf(err, errlen, "tls: kubernetes CA data: no PEM certificate in it");
+        X509_STORE_free(store);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    /* Only these CAs, as kubectl trusts them: the store replaces the
+     * system's (SSL_CTX_set_cert_store frees the old one). */
+    SSL_CTX_set_cert_store(ctx, store);
+    return ctx;
 }
 
 static bool tls_is_ip_literal(const char *name)

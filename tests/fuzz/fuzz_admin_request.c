@@ -75,9 +75,30 @@ serve_t *serve_start(struct event_base *base, const config_addr_t *addr, const c
     (void)base, (void)addr, (void)name, (void)routes, (void)arg, (void)err, (void)errlen;
     abort();
 }
+serve_t *serve_start_unix(struct event_base *base, const char *path, const char *name,
+                          const serve_routes_t *routes, void *arg, char *err, size_t errlen)
+{
+    (void)base, (void)path, (void)name, (void)routes, (void)arg, (void)err, (void)errlen;
+    abort();
+}
+void serve_require_credential(serve_t *s, credential_t *cred)
+{
+    (void)s, (void)cred;
+    abort();
+}
 void serve_free(serve_t *s)
 {
     (void)s;
+    abort();
+}
+int credential_init(credential_t *c, const char *token_file, char *err, size_t errlen)
+{
+    (void)c, (void)token_file, (void)err, (void)errlen;
+    abort();
+}
+void credential_free(credential_t *c)
+{
+    (void)c;
     abort();
 }
 void serve_reply(struct evhttp_request *req, int code, const char *reason, const char *type, const char *body,

@@ -102,7 +102,9 @@ start_bad() {
 # EXTRA_YAML adds top-level sections; UPSTREAM_EXTRA (indented lines) adds
 # keys to the upstream section; GATE_ENFORCEMENT (indented lines) replaces
 # the file source (OBJECT is then unused); ADMIN_ADDR (IP:PORT) enables the
-# admin listener there.
+# admin listener there, with its unix socket at ADMIN_SOCKET (default
+# $TMP/admin.sock; set it empty for none), the credential for changes
+# (admin_post); ADMIN_EXTRA (indented lines) adds admin keys.
 gate_config() {
   local file=$1 mode=$2 object=$3 extra=${4:-}
   cat >"$file" <<YAML
@@ -124,8 +126,18 @@ ${GATE_ENFORCEMENT:-  source: file
     path: $object}
 admin:
 $(if [ -n "${ADMIN_ADDR:-}" ]; then printf '  enabled: true\n  address: "%s"' "$ADMIN_ADDR"; else printf '  enabled: false'; fi)
+$(if [ -n "${ADMIN_ADDR:-}" ] && [ -n "${ADMIN_SOCKET-$TMP/admin.sock}" ]; then printf '  socket: %s' "${ADMIN_SOCKET-$TMP/admin.sock}"; fi)
+${ADMIN_EXTRA:-}
 $extra
 YAML
+}
+
+# admin_post PATH FORM [CURL_ARGS...]: POST to the admin API over its unix
+# socket (ADMIN_SOCKET, default $TMP/admin.sock); prints the status code,
+# the body goes to $TMP/answer.
+admin_post() {
+  curl -s -o "$TMP/answer" -w '%{http_code}' --max-time 10 --unix-socket "${ADMIN_SOCKET:-$TMP/admin.sock}" \
+    -d "$2" "${@:3}" "http://localhost$1"
 }
 
 # gate_start CONFIG: runs skewgate (in the network namespace GATE_NETNS if

@@ -48,7 +48,7 @@ note "other paths 404, other methods 405"
 [ "$(admin_code "$ADMIN/nope")" = 404 ] || fail "unknown path"
 [ "$(admin_code -X DELETE "$ADMIN/metrics")" = 405 ] || fail "DELETE /metrics"
 [ "$(admin_code "$ADMIN/override")" = 405 ] || fail "GET /override"
-[ "$(admin_code -d action=maybe "$ADMIN/override")" = 400 ] || fail "bad override action"
+[ "$(admin_post /override action=maybe)" = 400 ] || fail "bad override action"
 
 note "counters move: admit, error, pass, an odd pool name"
 for _ in 1 2 3; do [ "$(gate_code /config/worker)" = 200 ] || fail "admit"; done
@@ -103,7 +103,7 @@ if "$SKEWGATE_BIN" status --admin "127.0.0.1:$(free_port)" 2>/dev/null; then fai
 "$SKEWGATE_BIN" status --admin "127.0.0.1:$(free_port)" >/dev/null 2>&1 || [ $? -eq 1 ] || fail "unreachable: not exit 1"
 
 note "skewgate override reject --for 2s holds, then lapses by itself"
-"$SKEWGATE_BIN" override reject --for 2s --admin "$ADMIN_ADDR" >"$TMP/override.json" || fail "override exit $?"
+"$SKEWGATE_BIN" override reject --for 2s --admin "$TMP/admin.sock" >"$TMP/override.json" || fail "override exit $?"
 grep -q '"reason": "Override"' "$TMP/override.json" || fail "override output: $(cat "$TMP/override.json")"
 [ "$(gate_code /config/worker)" = 503 ] || fail "override reject did not hold"
 status_is 3 || fail "status during the override"
@@ -116,7 +116,7 @@ note "skewgate override clear ends an override without expiry"
 [ "$(gate_code /config/worker)" = 503 ] || fail "override reject did not hold"
 "$SKEWGATE_BIN" override clear -c "$TMP/gate.yaml" >/dev/null || fail "override clear"
 [ "$(gate_code /config/worker)" = 200 ] || fail "override clear did not admit"
-if "$SKEWGATE_BIN" override sometimes --admin "$ADMIN_ADDR" 2>/dev/null; then fail "override took a bad action"; fi
+if "$SKEWGATE_BIN" override sometimes --admin "$TMP/admin.sock" 2>/dev/null; then fail "override took a bad action"; fi
 
 note "connections are counted by transport"
 [ "$(metric 'skewgate_connections{state="tls"}')" = 0 ] || fail "open TLS connections after all closed"

@@ -16,7 +16,7 @@ gate_start "$TMP/gate.yaml"
 wait_until 10 curl -sf -o /dev/null "$ADMIN/readyz" || fail "the gate is not ready"
 
 # post FORM: status code, body in $TMP/answer
-post() { curl -s -o "$TMP/answer" -w '%{http_code}' -d "$1" "$ADMIN/override"; }
+post() { admin_post /override "$1"; }
 verdict_reason() { curl -s "$ADMIN/verdict" | python3 -c 'import json,sys; print(json.load(sys.stdin)["reason"])'; }
 
 note "for= is capped at 7 days"

@@ -46,7 +46,8 @@ RES = {
                                      ("ClusterRoleBinding", "clusterrolebindings", False),
                                      ("Role", "roles", True), ("RoleBinding", "rolebindings", True)],
     "security.openshift.io/v1": [("SecurityContextConstraints", "securitycontextconstraints", False)],
-    "monitoring.coreos.com/v1": [("ServiceMonitor", "servicemonitors", True)],
+    "monitoring.coreos.com/v1": [("ServiceMonitor", "servicemonitors", True),
+                                 ("PrometheusRule", "prometheusrules", True)],
 }
 root = sys.argv[1]
 groups = []

@@ -146,11 +146,11 @@ allow=$(curl -s -o /dev/null -D - -X PUT "$METRICS/metrics" | tr -d '\r' | awk -
 [ "$(code "http://127.0.0.1:$PLAIN_PORT/config/worker")" = 200 ] || fail "the refused POST changed the verdict"
 
 note "the admin API still takes overrides; the metrics listener shows them"
-[ "$(code -d action=reject "$ADMIN/override")" = 200 ] || fail "admin POST /override"
+[ "$(admin_post /override action=reject)" = 200 ] || fail "admin POST /override"
 [ "$(code "http://127.0.0.1:$PLAIN_PORT/config/worker")" = 503 ] || fail "admin override reject did not hold"
 [ "$(metric "$METRICS" 'skewgate_verdict_info{reason="Override",mode="None"}')" = 1 ] ||
   fail "the override is not on the metrics listener: $(curl -s "$METRICS/metrics" | grep verdict_info)"
-[ "$(code -d action=clear "$ADMIN/override")" = 200 ] || fail "admin clear"
+[ "$(admin_post /override action=clear)" = 200 ] || fail "admin clear"
 [ "$(code "http://127.0.0.1:$PLAIN_PORT/config/worker")" = 200 ] || fail "clear did not admit"
 
 note "a second gate cannot take the same metrics port (no SO_REUSEPORT sharing)"

@@ -286,6 +286,26 @@ Test(config, admin_address_must_be_loopback)
     config_free(cfg);
 }
 
+/* The credentials for changes: neither by default; both are paths,
+ * resolved against the file's directory. */
+Test(config, admin_socket_and_token_file)
+{
+    config_t *cfg = parse_ok(MINIMAL);
+    cr_expect_null(cfg->admin.socket);
+    cr_expect_null(cfg->admin.token_file);
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "admin: {socket: /run/skewgate/admin.sock, token_file: /etc/skewgate/admin.token}\n");
+    cr_expect_str_eq(cfg->admin.socket, "/run/skewgate/admin.sock");
+    cr_expect_str_eq(cfg->admin.token_file, "/etc/skewgate/admin.token");
+    config_free(cfg);
+    expect_error(MINIMAL "admin:\n  socket: \"\"\n",
+                 "t.yaml:4:11: admin.socket: must name a file (remove the key to use the default)");
+    char text[512];
+    snprintf(text, sizeof text, MINIMAL "admin:\n  socket: /%0120d\n", 0);
+    expect_error(text, "t.yaml:4:11: admin.socket: a unix socket path is at most 107 bytes (after resolving it "
+                       "against the configuration's directory)");
+}
+
 /* Read-only, so unlike the admin API it may bind a node address. */
 Test(config, metrics_address_may_be_any_ip)
 {

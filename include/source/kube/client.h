@@ -1,4 +1,5 @@
-/* kube_client: one HTTP/1.1 GET at a time to the Kubernetes API server, on
+/* kube_client: one HTTP/1.1 request at a time (a GET, or a PATCH of
+ * `skewgate override --cluster`) to the Kubernetes API server, on
  * an event_base, over plain TCP or TLS (sockio). It connects, sends,
  * parses the response head (http_response_parse), de-chunks the body
  * (http_chunked_step) and hands it over whole or line by line (watch
@@ -66,6 +67,21 @@ void kube_client_free(kube_client_t *c);
 int kube_client_request(kube_client_t *c, const char *target, const char *token,
                         kube_body_mode_t mode, uint64_t idle_timeout_ms, char *err,
                         size_t errlen);
+/* Any request: a method, and a body of content_type when that is not
+ * NULL (e.g. a PATCH of application/merge-patch+json). */
+typedef struct kube_request {
+    const char *method;
+    const char *target;
+    const char *token;          /* NULL: no Authorization */
+    const char *content_type;   /* NULL: no body */
+    const char *body;
+    size_t body_len;
+} kube_request_t;
+
+/* Starts r as kube_client_request starts a GET; r's strings are copied. */
+int kube_client_send(kube_client_t *c, const kube_request_t *r, kube_body_mode_t mode,
+                     uint64_t idle_timeout_ms, char *err, size_t errlen);
+
 /* Drops the request in flight, if any, silently. */
 void kube_client_cancel(kube_client_t *c);
 

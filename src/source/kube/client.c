@@ -478,23 +478,30 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
                                 : "no response head within the request timeout");
 }
 
-static int build_request(kube_client_t *c, const char *target, const char *token)
+static int build_request(kube_client_t *c, const kube_request_t *r)
 {
-    static const char fmt[] = "GET %s HTTP/1.1\r\n"
+    static const char fmt[] = "%s %s HTTP/1.1\r\n"
                               "Host: %s\r\n"
                               "User-Agent: skewgate\r\n"
                               "Accept: application/json\r\n"
                               "%s%s%s"
+                              "%s"
                               "Connection: close\r\n"
                               "\r\n";
-    const char *auth = token ? "Authorization: Bearer " : "";
-    int n = snprintf(NULL, 0, fmt, target, c->ep.authority, auth, token ? token : "",
-                     token ? "\r\n" : "");
-    if (n < 0 || !(c->req = malloc((size_t)n + 1)))
+    const char *auth = r->token ? "Authorization: Bearer " : "";
+    const char *token = r->token ? r->token : "", *eol = r->token ? "\r\n" : "";
+    char body_fields[256] = "";
+    if (r->content_type &&
+        snprintf(body_fields, sizeof body_fields, "Content-Type: %s\r\nContent-Length: %zu\r\n", r->content_type,
+                 r->body_len) >= (int)sizeof body_fields)
         return -1;
-    snprintf(c->req, (size_t)n + 1, fmt, target, c->ep.authority, auth, token ? token : "",
-             token ? "\r\n" : "");
-    c->req_len = (size_t)n;
+    int n = snprintf(NULL, 0, fmt, r->method, r->target, c->ep.authority, auth, token, eol, body_fields);
+    if (n < 0 || !(c->req = malloc((size_t)n + r->body_len + 1)))
+        return -1;
+    snprintf(c->req, (size_t)n + 1, fmt, r->method, r->target, c->ep.authority, auth, token, eol, body_fields);
+    if (r->body_len)
+        memcpy(c->req + n, r->body, r->body_len);
+    c->req_len = (size_t)n + r->body_len;
     c->req_sent = 0;
     return 0;
 }
@@ -502,6 +509,13 @@ static int build_request(kube_client_t *c, const char *target, const char *token
 int kube_client_request(kube_client_t *c, const char *target, const char *token,
                         kube_body_mode_t mode, uint64_t idle_timeout_ms, char *err,
                         size_t errlen)
+{
+    const kube_request_t r = {.method = "GET", .target = target, .token = token};
+    return kube_client_send(c, &r, mode, idle_timeout_ms, err, errlen);
+}
+
+int kube_client_send(kube_client_t *c, const kube_request_t *r, kube_body_mode_t mode,
+                     uint64_t idle_timeout_ms, char *err, size_t errlen)
 {
     kube_client_cancel(c);
     c->mode = mode;
@@ -517,7 +531,7 @@ int kube_client_request(kube_client_t *c, const char *target, const char *token,
         return -1;
     }
     c->addr = c->addrs;
-    if (build_request(c, target, token) < 0) {
+    if (build_request(c, r) < 0) {
         snprintf(err, errlen, "out of memory");
         close_connection(c);
         return -1;
