@@ -100,12 +100,12 @@ rc=0; "$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" -o yaml >/dev/null 2>&1 || rc
 [ "$rc" = 2 ] || fail "status -o yaml exited $rc"
 
 note "an override shows with its expiry and how to undo it"
-curl -sf -d action=admit -d for=30m "$ADMIN/override" >/dev/null
+[ "$(admin_post /override "action=admit&for=30m")" = 200 ] || fail "override admit: $(cat "$TMP/answer")"
 rc=0; "$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" >"$TMP/status.txt" || rc=$?
 [ "$rc" = 0 ] || fail "status under an admit override exited $rc"
 grep -q '^Override: *admit, lapses 20.*Z (in \(29m[0-9][0-9]\|30m0[0-9]\)s)$' "$TMP/status.txt" || fail "override line: $(cat "$TMP/status.txt")"
 grep -q 'undo: skewgate override clear' "$TMP/status.txt" || fail "no undo hint"
-curl -sf -d action=clear "$ADMIN/override" >/dev/null
+[ "$(admin_post /override action=clear)" = 200 ] || fail "override clear"
 wait_until 5 verdict_is reject || fail "clear did not restore the verdict"
 
 note "the verdict flips: a held node gets its config and is marked admitted"
