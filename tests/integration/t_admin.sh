@@ -90,7 +90,7 @@ gate_start "$TMP/gate.yaml"
 wait_until 10 curl -sf -o /dev/null "$ADMIN/readyz" || fail "not ready after restart"
 
 note "skewgate status: 0 admit, 3 reject, 1 unreachable"
-"$SKEWGATE_BIN" status -c "$TMP/gate.yaml" >"$TMP/status.json" || fail "status exit $? while admitting"
+"$SKEWGATE_BIN" status -o json -c "$TMP/gate.yaml" >"$TMP/status.json" || fail "status exit $? while admitting"
 grep -q '"decision": "admit"' "$TMP/status.json" || fail "status output: $(cat "$TMP/status.json")"
 set_object automatic-out-of-skew.yaml "$object"
 wait_until 10 status_is 3 || fail "status does not exit 3 while rejecting"
