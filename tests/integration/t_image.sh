@@ -201,7 +201,7 @@ CID=$(pod run -d "${RUN[@]}" --read-only --cap-drop all --security-opt no-new-pr
         localhost/skewgate:latest run -c /etc/skewgate/examples/file-source.yaml)
 gate_answers() {
   local rc=0
-  STATUS=$(pod exec "$CID" skewgate status --admin 127.0.0.1:22625 2>&1) || rc=$?
+  STATUS=$(pod exec "$CID" skewgate status -o json --admin 127.0.0.1:22625 2>&1) || rc=$?
   [ "$rc" = 3 ]
 }
 wait_until 20 gate_answers || fail "the gate in the container did not answer: $STATUS; logs: $(pod logs "$CID" 2>&1 | tail -5)"

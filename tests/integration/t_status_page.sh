@@ -7,12 +7,12 @@
 . "$(dirname "$0")/lib.sh"
 
 command -v chromium >/dev/null || fail "chromium is not installed (tools/deps.sh installs it)"
+ADMIN_ADDR="127.0.0.1:$(free_port)"
+ADMIN="http://$ADMIN_ADDR"
 certs
 mcs_start
 object="$TMP/mc.yaml"
 set_object automatic-out-of-skew.yaml "$object"
-ADMIN_ADDR="127.0.0.1:$(free_port)"
-ADMIN="http://$ADMIN_ADDR"
 ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/gate.yaml" hold "$object"
 gate_start "$TMP/gate.yaml"
 rejects() { curl -sf "$ADMIN/verdict" | grep -q '"decision": "reject"'; }

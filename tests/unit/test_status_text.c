@@ -1,0 +1,67 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verdict/verdict.h"
+#include "../../src/cli/status_text.h"
+
+Test(status_text, ages_as_people_read_them)
+{
+    static const struct {
+        long long s;
+        const char *text;
+    } cases[] = {
+        {-5, "0s"}, {0, "0s"}, {59, "59s"}, {60, "1m00s"}, {192, "3m12s"}, {3599, "59m59s"},
+        {3600, "1h00m"}, {7500, "2h05m"}, {86400, "1d00h"}, {273600, "3d04h"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[32];
+        status_age(cases[i].s, buf, sizeof buf);
+        cr_assert_str_eq(buf, cases[i].text, "%lld", cases[i].s);
+    }
+}
+
+Test(status_text, every_verdict_reason_has_words)
+{
+    for (int r = 0; r < REASON__COUNT; r++)
+        cr_assert_not_null(status_reason_words(verdict_reason_name((verdict_reason_t)r)), "%s",
+                           verdict_reason_name((verdict_reason_t)r));
+    cr_assert_not_null(status_reason_words("UnknownMachine"));
+    cr_assert_null(status_reason_words("NoSuchReason"));
+    cr_assert_null(status_reason_words(NULL));
+}
+
+Test(status_text, the_summary_of_a_held_node)
+{
+    json_t *v = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s}, s:s, s:s, s:n, s:{s:s, s:s}}",
+                          "decision", "admit", "reason", "Override", "message", "admitted by an override",
+                          "mode", "Automatic", "bootImage", "ocpVersion", "4.12.0", "rhcosVersion", "",
+                          "limit", "ocpVersion", "4.13.0", "rhelVersion", "9.2", "source", "kubernetes",
+                          "since", "2026-12-01T10:00:00Z", "lastSync", "override", "decision", "admit",
+                          "until", "2026-12-01T10:30:00Z");
+    json_t *held = json_pack("{s:[{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b}], s:i, s:i, s:i, s:i}",
+                             "clients", "address", "10.0.32.17", "pool", "worker", "userAgent",
+                             "Ignition/2.14.0", "spec", "3.4.0", "reason", "OutOfSkew", "attempts", 38,
+                             "heldSeconds", 192, "quietSeconds", 2, "admitted", 0, "held", 1,
+                             "admittedAfterHold", 4, "overflow", 0, "forgetAfterSeconds", 900);
+    cr_assert(v && held);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    time_t now = 1796119800;   /* 2026-12-01T10:10:00Z */
+    status_print_text(f, v, "the source has not confirmed a view", held, now);
+    fclose(f);
+    cr_assert_not_null(strstr(text, "Decision:    ADMIT new nodes: an override set by an administrator decides (Override)\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "Boot image:  OCP 4.12.0; limit OCP 4.13.0, RHEL 9.2\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "Source:      kubernetes, NOT READY: the source has not confirmed a view; last sync never\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "Override:    admit, lapses 2026-12-01T10:30:00Z (in 20m00s)\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "Since:       2026-12-01T10:00:00Z (10m00s ago)\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "Held nodes:  1 held, 4 admitted after a hold; forgotten after 15m00s of silence\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "ADDRESS     POOL    IGNITION         SPEC   REASON     ATTEMPTS  HELD FOR  LAST SEEN  STATE\n"
+                                    "10.0.32.17  worker  Ignition/2.14.0  3.4.0  OutOfSkew  38        3m12s     2s ago     held\n"),
+                       "%s", text);
+    free(text);
+    json_decref(v);
+    json_decref(held);
+}
