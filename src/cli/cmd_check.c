@@ -35,6 +35,24 @@ static int stage_tls_files(check_run_t *run)
     return tls_check_upstream(&run->cfg->upstream, run->err, sizeof run->err);
 }
 
+/* A token file as kube_token reads it; what names its key in the error. */
+static int check_token_file(check_run_t *run, const char *path, const char *what)
+{
+    kube_token_t token;
+    if (kube_token_init(&token, path) < 0) {
+        snprintf(run->err, sizeof run->err, "out of memory");
+        return -1;
+    }
+    char err[256];
+    int rc = kube_token_refresh(&token, err, sizeof err);
+    kube_token_free(&token);
+    if (rc < 0) {
+        snprintf(run->err, sizeof run->err, "%s: %s", what, err);
+        return -1;
+    }
+    return 0;
+}
+
 /* --files with the Kubernetes source: its CA file (unless the server is
  * plain http://) and its token file load as `run` would load them. */
 static int stage_kube_files(check_run_t *run)
@@ -50,19 +68,17 @@ static int stage_kube_files(check_run_t *run)
             return -1;
         SSL_CTX_free(ctx);
     }
-    kube_token_t token;
-    if (kube_token_init(&token, k->token_file) < 0) {
-        snprintf(run->err, sizeof run->err, "out of memory");
-        return -1;
-    }
-    char err[256];
-    int rc = kube_token_refresh(&token, err, sizeof err);
-    kube_token_free(&token);
-    if (rc < 0) {
-        snprintf(run->err, sizeof run->err, "enforcement.kubernetes: %s", err);
-        return -1;
-    }
-    return 0;
+    return check_token_file(run, k->token_file, "enforcement.kubernetes");
+}
+
+/* --files with admin.token_file: the token reads, as the gate reads it at
+ * start-up (where an unreadable one stops it). */
+static int stage_admin_files(check_run_t *run)
+{
+    const config_admin_t *a = &run->cfg->admin;
+    if (!run->files || !a->enabled || !a->token_file)
+        return 0;
+    return check_token_file(run, a->token_file, "admin.token_file");
 }
 
 /* Run in order while they pass. Stages after loading see run->cfg and vouch
@@ -72,6 +88,7 @@ static const check_stage_fn check_stages[] = {
     stage_load_config,
     stage_tls_files,
     stage_kube_files,
+    stage_admin_files,
 };
 
 static void check_usage(FILE *out)
@@ -84,8 +101,8 @@ static void check_usage(FILE *out)
             "\n"
             "options:\n"
             "  -c, --config FILE   the configuration file\n"
-            "  -f, --files         also load the TLS certificates, keys and CA files it\n"
-            "                      names, as 'run' does at start-up and on SIGHUP\n"
+            "  -f, --files         also load the TLS certificates, keys, CA and token files\n"
+            "                      it names, as 'run' does at start-up and on SIGHUP\n"
             "  -h, --help          this help\n");
 }
 

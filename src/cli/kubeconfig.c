@@ -178,6 +178,32 @@ static int kc_user(kc_reader_t *r, const ynode_t *user, const char *name, kube_c
     return 0;
 }
 
+/* The current context's cluster and user, into out. */
+static int kc_select(kc_reader_t *r, const ynode_t *root, kube_credentials_t *out)
+{
+    if (root->kind != YNODE_MAP)
+        return kc_fail(r, root, "not a kubeconfig: expected a mapping");
+    bool bad = false;
+    const char *ctx_name = kc_string(r, root, "current-context", &bad);
+    if (bad)
+        return -1;
+    if (!ctx_name)
+        return kc_fail(r, NULL, "current-context is not set (kubectl config use-context NAME)");
+    const ynode_t *ctx = kc_entry(r, root, "contexts", "context", ctx_name, ynode_get(root, "current-context"));
+    if (!ctx)
+        return -1;
+    const char *cluster_name = kc_string(r, ctx, "cluster", &bad), *user_name = kc_string(r, ctx, "user", &bad);
+    if (bad)
+        return -1;
+    if (!cluster_name || !user_name)
+        return kc_fail(r, ctx, "context \"%s\" names no %s", ctx_name, cluster_name ? "user" : "cluster");
+    const ynode_t *cluster = kc_entry(r, root, "clusters", "cluster", cluster_name, ynode_get(ctx, "cluster"));
+    const ynode_t *user = cluster ? kc_entry(r, root, "users", "user", user_name, ynode_get(ctx, "user")) : NULL;
+    if (!user || kc_cluster(r, cluster, cluster_name, out) < 0 || kc_user(r, user, user_name, out) < 0)
+        return -1;
+    return (out->name = strdup("cluster")) ? 0 : kc_fail(r, NULL, "out of memory");
+}
+
 int kube_credentials_from_kubeconfig(const char *path, kube_credentials_t *out, char *err, size_t errlen)
 {
     *out = (kube_credentials_t){0};
@@ -197,26 +223,7 @@ int kube_credentials_from_kubeconfig(const char *path, kube_credentials_t *out, 
     const char *slash = strrchr(path, '/');
     if (slash)
         r.dir = strndup(path, (size_t)(slash - path) ? (size_t)(slash - path) : 1);
-    const ynode_t *root = ydoc_root(doc), *cur = ynode_get(root, "current-context");
-    int rc = -1;
-    bool bad = false;
-    const char *ctx_name = root->kind == YNODE_MAP ? kc_string(&r, root, "current-context", &bad) : NULL;
-    if (root->kind != YNODE_MAP)
-        kc_fail(&r, root, "not a kubeconfig: expected a mapping");
-    else if (!ctx_name && !bad)
-        kc_fail(&r, NULL, "current-context is not set (kubectl config use-context NAME)");
-    if (ctx_name) {
-        const ynode_t *ctx = kc_entry(&r, root, "contexts", "context", ctx_name, cur), *cluster = NULL, *user = NULL;
-        const char *cluster_name = ctx ? kc_string(&r, ctx, "cluster", &bad) : NULL;
-        const char *user_name = ctx ? kc_string(&r, ctx, "user", &bad) : NULL;
-        if (ctx && !bad && (!cluster_name || !user_name))
-            kc_fail(&r, ctx, "context \"%s\" names no %s", ctx_name, cluster_name ? "user" : "cluster");
-        else if (cluster_name && user_name &&
-                 (cluster = kc_entry(&r, root, "clusters", "cluster", cluster_name, ynode_get(ctx, "cluster"))) &&
-                 (user = kc_entry(&r, root, "users", "user", user_name, ynode_get(ctx, "user"))) &&
-                 kc_cluster(&r, cluster, cluster_name, out) == 0 && kc_user(&r, user, user_name, out) == 0)
-            rc = (out->name = strdup("cluster")) ? 0 : kc_fail(&r, NULL, "out of memory");
-    }
+    int rc = kc_select(&r, ydoc_root(doc), out);
     free(r.dir);
     ydoc_free(doc);
     return rc;

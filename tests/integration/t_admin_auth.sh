@@ -34,6 +34,17 @@ if "$SKEWGATE_BIN" check -c "$TMP/long.yaml" 2>"$TMP/long.err"; then fail "check
 grep -qE 'long.yaml:[0-9]+:[0-9]+: admin.socket: a unix socket path is at most 107 bytes' "$TMP/long.err" ||
   fail "check did not say where and why: $(cat "$TMP/long.err")"
 
+note "an unreadable token file: check --files names it, run refuses to start"
+ADMIN_EXTRA="  token_file: $TMP/missing.token" gate_config "$TMP/missing.yaml" hold "$object"
+"$SKEWGATE_BIN" check -c "$TMP/missing.yaml" >/dev/null || fail "check (without --files) opened the token file"
+if "$SKEWGATE_BIN" check --files -c "$TMP/missing.yaml" 2>"$TMP/missing.err"; then fail "check --files took a missing token file"; fi
+grep -q "admin.token_file: token file $TMP/missing.token: No such file" "$TMP/missing.err" || fail "check --files: $(cat "$TMP/missing.err")"
+set +e
+timeout 10 "$SKEWGATE_BIN" run -c "$TMP/missing.yaml" 2>"$TMP/missing.run"; rc=$?
+set -e
+[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "the gate started without its token file (exit $rc)"
+grep -q "admin.token_file: token file" "$TMP/missing.run" || fail "run did not say why: $(cat "$TMP/missing.run")"
+
 note "the gate: socket and token file, debug logs"
 ADMIN_EXTRA="  token_file: $TMP/admin.token" gate_config "$TMP/gate.yaml" hold "$object" "log:
   level: debug"
