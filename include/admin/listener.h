@@ -1,5 +1,5 @@
 /* admin: the loopback admin listener (evhttp on the verdict thread's
- * event_base): GET /healthz, /readyz, /verdict, /metrics and
+ * event_base): GET /healthz, /readyz, /verdict, /metrics, /config and
  * POST /override. Everything it reads lives on that thread, except the
  * workers' counters, which metrics.h makes safe to read from here. */
 #ifndef SKEWGATE_ADMIN_H
@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "conf/config.h"
+#include "conf/reload.h"
 #include "proxy/metrics.h"
 #include "source/controller.h"
 
@@ -18,6 +19,9 @@ typedef struct admin admin_t;
  * outlive the listener; the array itself is copied. NULL with err set. */
 admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict_ctl_t *ctl,
                      const metrics_worker_t *const *workers, size_t n_workers, char *err, size_t errlen);
+/* GET /config and skewgate_config_reloads_total read *reloads (the main
+ * thread's, which must outlive the listener). */
+void admin_set_reloads(admin_t *a, const config_reloads_t *reloads);
 void admin_free(admin_t *a);
 
 #endif

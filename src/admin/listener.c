@@ -8,6 +8,7 @@
 
 #include "admin/listener.h"
 #include "core/log.h"
+#include "core/time.h"
 #include "scrape.h"
 #include "serve.h"
 
@@ -68,6 +69,23 @@ static json_t *admin_verdict_json(const admin_t *a)
 static void admin_verdict(void *arg, struct evhttp_request *req)
 {
     admin_json(req, admin_verdict_json(arg));
+}
+
+/* GET /config: the configuration serving now and the reloads so far. */
+static void admin_config(void *arg, struct evhttp_request *req)
+{
+    const config_reloads_t *r = ((const admin_t *)arg)->scrape.reloads;
+    if (!r) {
+        serve_text(req, 404, "Not Found", "no configuration file");
+        return;
+    }
+    char when[TIME_RFC3339_LEN];
+    json_t *j = json_pack("{s:s, s:s, s:s, s:{s:I, s:I}}", "path", r->path, "sha256", r->sha256, "loaded_at",
+                          time_format_rfc3339(r->loaded_at, when, sizeof when), "reloads", "success",
+                          (json_int_t)r->success, "failure", (json_int_t)r->failure);
+    if (j && r->last_error[0])
+        json_object_set_new(j, "last_error", json_string(r->last_error));
+    admin_json(req, j);
 }
 
 static void admin_metrics(void *arg, struct evhttp_request *req)
@@ -164,10 +182,11 @@ static const serve_route_t admin_route_table[] = {
     {"/verdict", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_verdict},
     {"/metrics", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_metrics},
     {"/override", EVHTTP_REQ_POST, "POST", admin_override},
+    {"/config", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_config},
 };
 static const serve_routes_t admin_routes = {
     admin_route_table, sizeof admin_route_table / sizeof admin_route_table[0],
-    "not found: /healthz /readyz /verdict /metrics /override",
+    "not found: /healthz /readyz /verdict /metrics /override /config",
 };
 
 admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict_ctl_t *ctl,
@@ -186,6 +205,11 @@ admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict
         return NULL;
     }
     return a;
+}
+
+void admin_set_reloads(admin_t *a, const config_reloads_t *reloads)
+{
+    a->scrape.reloads = reloads;
 }
 
 void admin_free(admin_t *a)
