@@ -51,6 +51,7 @@ typedef struct conn_set {
     char *path;                     /* the decoded, cleaned path */
     size_t path_cap;
     const struct timeval *tv_send;
+    struct timeval tv_send_own;     /* shared_timeout's fallback */
 } conn_set_t;
 
 int conn_set_init(conn_set_t *s, struct event_base *base, const config_limits_t *lim, char *err, size_t errlen);
@@ -76,7 +77,8 @@ typedef struct conn {
     bool write_waiting;     /* wev added */
     bool read_on;           /* rev added */
     bool processing;        /* inside conn_process_input */
-    bool draining;          /* its listener was removed: it closes after the response under way */
+    bool draining;          /* the worker is stopping or its listener was removed: it closes after
+                               the response under way (one flag, so a request reads one byte) */
     uint32_t listener;      /* the id of the listener that accepted it */
     struct sockaddr_storage peer;
     socklen_t peer_len;
@@ -99,7 +101,8 @@ typedef struct conn {
 void conn_accept(struct worker *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx,
                  uint32_t listener);
 void conn_close(conn_t *c);
-/* Stopping: closes the connections that sit between requests. */
+/* Stopping: closes the connections that sit between requests; the others
+ * close after their response. */
 void conn_close_idle(conn_set_t *s);
 /* The listener went away in a reload: its connections that sit between
  * requests close now, the others once their response is out. */

@@ -49,6 +49,7 @@ typedef struct exchange_ctx {
     char *head_out;                 /* the rewritten response head */
     size_t head_out_cap;
     const struct timeval *tv_response;
+    struct timeval tv_response_own; /* shared_timeout's fallback */
 } exchange_ctx_t;
 
 /* n_workers shares the gate's caps out; limits (the worker's, shared with

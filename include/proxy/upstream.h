@@ -53,6 +53,7 @@ typedef struct upstream_pool {
     const config_upstream_t *cfg;
     SSL_CTX *tls;                   /* NULL: plain */
     const struct timeval *tv_connect, *tv_idle;
+    struct timeval tv_connect_own, tv_idle_own;     /* shared_timeout's fallbacks */
     upstream_conn_t *idle;          /* LIFO: the warmest first */
     uint32_t n_idle;
     uint32_t epoch;                 /* moved on by a new peer: older connections are not pooled again */

@@ -18,6 +18,7 @@
 #include "grammar.h"
 #include "readers.h"
 #include "core/addr.h"
+#include "core/refcount.h"
 #include "core/ydoc.h"
 
 /* A configuration is a page of YAML; anything far larger is a wrong path. */
@@ -715,14 +716,13 @@ config_t *config_load(const char *path, char *err, size_t errlen)
 
 config_t *config_ref(config_t *cfg)
 {
-    atomic_fetch_add_explicit(&cfg->refs, 1, memory_order_relaxed);
+    refcount_hold(&cfg->refs);
     return cfg;
 }
 
 void config_unref(config_t *cfg)
 {
-    /* acq_rel: the last holder sees every other holder's reads done. */
-    if (cfg && atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_acq_rel) == 1)
+    if (cfg && refcount_drop(&cfg->refs))
         config_free(cfg);
 }
 

@@ -14,6 +14,7 @@
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
 #include "proxy/local_response.h"
+#include "proxy/shared_timeout.h"
 #include "proxy/worker.h"
 #include "verdict/snapshot.h"
 
@@ -55,8 +56,7 @@ int conn_set_init(conn_set_t *s, struct event_base *base, const config_limits_t 
 
 void conn_set_reconfigure(conn_set_t *s, struct event_base *base, const config_limits_t *lim)
 {
-    struct timeval tv = clock_timeval(lim->send_timeout_ms);
-    s->tv_send = event_base_init_common_timeout(base, &tv);
+    s->tv_send = shared_timeout(base, lim->send_timeout_ms, &s->tv_send_own);
 }
 
 void conn_set_destroy(conn_set_t *s)
@@ -204,6 +204,7 @@ void conn_close_idle(conn_set_t *s)
     conn_t *next;
     for (conn_t *c = s->open; c; c = next) {
         next = c->next;
+        c->draining = true;
         if ((c->state == CONN_READ_HEAD && c->ilen == 0) || c->state == CONN_HANDSHAKE)
             conn_close(c);
     }
@@ -256,7 +257,7 @@ static void conn_log_request(conn_t *c)
 
 bool conn_will_close(const conn_t *c)
 {
-    return c->close_after || !c->keep_alive || c->w->stopping || c->draining;
+    return c->close_after || !c->keep_alive || c->draining;
 }
 
 static void conn_next_request(conn_t *c)
@@ -409,7 +410,7 @@ static void conn_dispatch(conn_t *c)
         c->log.ua_len = ua->value.len;
     }
     c->http10 = req->version_minor == 0;
-    c->keep_alive = req->keep_alive && !w->stopping && !c->draining;
+    c->keep_alive = req->keep_alive && !c->draining;
     c->is_head = req->method == HTTP_METHOD_HEAD;
 
     if (req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD) {

@@ -8,6 +8,7 @@
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
 #include "proxy/rewrite.h"
+#include "proxy/shared_timeout.h"
 
 enum { EXCHANGE_SEND, EXCHANGE_HEAD, EXCHANGE_BODY };
 
@@ -52,8 +53,7 @@ static void exchange_gen_free(exchange_gen_t *g)
 
 static void exchange_response_timeout(exchange_ctx_t *x, struct event_base *base)
 {
-    struct timeval tv = clock_timeval(x->cfg->upstream.response_timeout_ms);
-    x->tv_response = event_base_init_common_timeout(base, &tv);
+    x->tv_response = shared_timeout(base, x->cfg->upstream.response_timeout_ms, &x->tv_response_own);
 }
 
 int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, config_t *cfg, unsigned n_workers,

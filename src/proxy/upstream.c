@@ -5,6 +5,7 @@
 
 #include "core/clock.h"
 #include "os/socket.h"
+#include "proxy/shared_timeout.h"
 #include "proxy/upstream.h"
 #include "tls/tls.h"
 
@@ -125,14 +126,11 @@ static void upstream_on_event(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* Shared by every connection: libevent keeps such timeouts in O(1)
- * queues instead of its heap. */
+/* Shared by every connection of the pool. */
 static void upstream_pool_timeouts(upstream_pool_t *p)
 {
-    struct timeval tv = clock_timeval(p->cfg->connect_timeout_ms);
-    p->tv_connect = event_base_init_common_timeout(p->base, &tv);
-    tv = clock_timeval(p->cfg->idle_timeout_ms);
-    p->tv_idle = event_base_init_common_timeout(p->base, &tv);
+    p->tv_connect = shared_timeout(p->base, p->cfg->connect_timeout_ms, &p->tv_connect_own);
+    p->tv_idle = shared_timeout(p->base, p->cfg->idle_timeout_ms, &p->tv_idle_own);
 }
 
 void upstream_pool_init(upstream_pool_t *p, struct event_base *base, const config_upstream_t *cfg,

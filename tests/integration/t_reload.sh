@@ -164,7 +164,21 @@ wait_until 10 test "$(code "http://127.0.0.1:$P_EXTRA/config/worker")" = 200 || 
 curl -s --limit-rate 1m -o "$TMP/extra.body" "http://127.0.0.1:$P_EXTRA/config/worker" &
 slow=$!; PIDS+=($slow)
 wait_until 10 test -s "$TMP/extra.body" || fail "the slow download did not start"
+# An idle kept-alive connection on it: closed by the gate once the listener goes.
+mkfifo "$TMP/idle.fifo"
+python3 - "$P_EXTRA" "$TMP/idle.fifo" <<'PY' &
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+first = s.recv(65536)
+assert first.startswith(b"HTTP/1.1 200"), first[:40]
+open(sys.argv[2], "w").close()          # answered, now idle
+assert s.recv(65536) == b"", "the idle connection was not closed"
+PY
+idle=$!; PIDS+=($idle)
+cat "$TMP/idle.fifo" >/dev/null
 EXTRA_LISTENER=""; write_cfg; reload
+wait "$idle" || fail "an idle connection of the removed listener stayed open"
 [ "$(code --max-time 5 "http://127.0.0.1:$P_EXTRA/healthz")" = 000 ] || fail "the removed listener still accepts"
 [ "$(code "http://127.0.0.1:$P_PLAIN/healthz")" = 200 ] || fail "an unchanged listener stopped serving"
 wait "$slow" || fail "the download on the removed listener failed"
