@@ -227,9 +227,15 @@ cmd=$("$ROOT/tools/mcs-standin.sh" "$TMP/mcs2" "$MCS2_PORT" 4096)
 $cmd >"$TMP/mcs2.out" 2>&1 &
 PIDS+=($!)
 wait_until 10 curl -sf -o /dev/null "http://127.0.0.1:$MCS2_PORT/healthz" || fail "second MCS stand-in did not start"
+# A download from the old upstream is under way: it finishes from there.
+curl -s --limit-rate 1m -o "$TMP/up1.body" "http://127.0.0.1:$P_PLAIN/config/worker" &
+up1=$!; PIDS+=($up1)
+wait_until 10 test -s "$TMP/up1.body" || fail "the download from the old upstream did not start"
 UP_PORT=$MCS2_PORT; write_cfg; reload
 curl -sf -o "$TMP/up2.body" "http://127.0.0.1:$P_PLAIN/config/worker"
 [ "$(sha256sum <"$TMP/up2.body")" = "$(sha256sum <"$TMP/mcs2/data/spec2/worker")" ] || fail "the request did not go to the new upstream"
+wait "$up1" || fail "the download from the old upstream failed"
+[ "$(sha256sum <"$TMP/up1.body")" = "$BODY_SHA" ] || fail "the download under way was not finished by the old upstream"
 
 gate_stop
 grep -q '"event":"stopped"' "$GATE_LOG" || fail "no clean stop"
