@@ -1,6 +1,6 @@
 /* admin: the loopback admin listener (evhttp on the verdict thread's
  * event_base): GET / (the status page), /healthz, /readyz, /verdict,
- * /held, /metrics and POST /override, on cfg->addr and, if configured, on
+ * /held, /metrics, /config and POST /override, on cfg->addr and, if configured, on
  * the unix socket cfg->socket. Reads are open; a change (POST /override)
  * needs the socket or, over TCP, the bearer token of cfg->token_file.
  * Everything it reads lives on that thread, except the
@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "conf/config.h"
+#include "conf/reload.h"
 #include "proxy/metrics.h"
 #include "source/controller.h"
 
@@ -21,6 +22,9 @@ typedef struct admin admin_t;
  * outlive the listener; the array itself is copied. NULL with err set. */
 admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict_ctl_t *ctl,
                      const metrics_worker_t *const *workers, size_t n_workers, char *err, size_t errlen);
+/* GET /config and skewgate_config_reloads_total read *reloads (the main
+ * thread's, which must outlive the listener). */
+void admin_set_reloads(admin_t *a, const config_reloads_t *reloads);
 void admin_free(admin_t *a);
 
 #endif

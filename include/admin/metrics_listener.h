@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "conf/config.h"
+#include "conf/reload.h"
 #include "proxy/metrics.h"
 #include "source/controller.h"
 
@@ -20,6 +21,8 @@ typedef struct metrics_listener metrics_listener_t;
 metrics_listener_t *metrics_listener_start(struct event_base *base, const config_metrics_t *cfg,
                                            verdict_ctl_t *ctl, const metrics_worker_t *const *workers,
                                            size_t n_workers, char *err, size_t errlen);
+/* skewgate_config_reloads_total reads *reloads (must outlive m). */
+void metrics_listener_set_reloads(metrics_listener_t *m, const config_reloads_t *reloads);
 void metrics_listener_free(metrics_listener_t *m);
 
 #endif

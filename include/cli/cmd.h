@@ -12,6 +12,12 @@ int cmd_override(int argc, char **argv);  /* 0 done, 1 gate unreachable, 2 bad u
  * differs or failed, 2 bad usage or config */
 int cmd_redirect(int argc, char **argv);
 
+struct config;
+/* What `skewgate check --files` checks after loading: the files cfg names
+ * (certificates, keys, CA and token files) load. A reload runs it too.
+ * 0, or -1 with "FILE: problem" in err. */
+int check_config_files(struct config *cfg, char *err, size_t errlen);
+
 /* The configuration a host service reads (deploy/systemd), for the
  * subcommands that default to it. */
 #define CLI_DEFAULT_CONFIG "/etc/skewgate/skewgate.yaml"

@@ -8,6 +8,7 @@
 #ifndef SKEWGATE_CONFIG_H
 #define SKEWGATE_CONFIG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -184,6 +185,11 @@ typedef struct config {
     config_metrics_t metrics;
     config_held_t held;
     config_log_t log;
+    /* A loaded configuration is immutable and shared by the threads that
+     * serve it (a SIGHUP loads a new one beside it): each holder keeps a
+     * reference (config_ref / config_unref). */
+    atomic_uint refs;
+    char sha256[65];            /* of the file's bytes (lowercase hex); "" from config_parse */
 } config_t;
 
 /* Loads and validates a file. NULL with "file:LINE:COL: problem" in err. */
@@ -196,6 +202,10 @@ void config_free(config_t *cfg);
  * with *len; NULL with "PATH: cannot open|read: why" in err. Not
  * NUL-terminated. */
 char *config_read_file(const char *path, size_t *len, char *err, size_t errlen);
+/* One more holder; returns cfg. */
+config_t *config_ref(config_t *cfg);
+/* One holder less: the last frees it (config_free). NULL is ignored. */
+void config_unref(config_t *cfg);
 
 /* The redirect's port pairs: redirect.ports as written (validated at
  * load), or by default CONFIG_MCS_TLS_PORT -> the port of the first TLS

@@ -51,9 +51,12 @@ typedef struct conn_set {
     char *path;                     /* the decoded, cleaned path */
     size_t path_cap;
     const struct timeval *tv_send;
+    struct timeval tv_send_own;     /* shared_timeout's fallback */
 } conn_set_t;
 
 int conn_set_init(conn_set_t *s, struct event_base *base, const config_limits_t *lim, char *err, size_t errlen);
+/* A reload: the timeouts of lim from now on (the sizes must not change). */
+void conn_set_reconfigure(conn_set_t *s, struct event_base *base, const config_limits_t *lim);
 /* Frees what is left; the connections must be closed and reaped. */
 void conn_set_destroy(conn_set_t *s);
 
@@ -74,6 +77,9 @@ typedef struct conn {
     bool write_waiting;     /* wev added */
     bool read_on;           /* rev added */
     bool processing;        /* inside conn_process_input */
+    bool draining;          /* the worker is stopping or its listener was removed: it closes after
+                               the response under way (one flag, so a request reads one byte) */
+    uint32_t listener;      /* the id of the listener that accepted it */
     struct sockaddr_storage peer;
     socklen_t peer_len;
 
@@ -92,10 +98,15 @@ typedef struct conn {
     request_log_t log;
 } conn_t;
 
-void conn_accept(struct worker *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx);
+void conn_accept(struct worker *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx,
+                 uint32_t listener);
 void conn_close(conn_t *c);
-/* Stopping: closes the connections that sit between requests. */
+/* Stopping: closes the connections that sit between requests; the others
+ * close after their response. */
 void conn_close_idle(conn_set_t *s);
+/* The listener went away in a reload: its connections that sit between
+ * requests close now, the others once their response is out. */
+void conn_drain_listener(conn_set_t *s, uint32_t listener);
 /* Tear-down: closes and frees every connection. */
 void conn_close_all(conn_set_t *s);
 

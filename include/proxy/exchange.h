@@ -23,9 +23,21 @@
 
 struct conn;
 
+/* A configuration generation as one worker's exchanges hold it: an
+ * exchange keeps the one it started under until it ends (a plain count:
+ * one thread), so a reload never changes a request half-way. */
+typedef struct exchange_gen {
+    config_t *cfg;                  /* a reference of its own */
+    uint32_t exchanges;             /* started under it and not ended */
+    struct exchange_gen *next;      /* the ctx's older generations still in use */
+} exchange_gen_t;
+
 /* One worker's exchanges: what they share. */
 typedef struct exchange_ctx {
-    const config_t *cfg;
+    const config_t *cfg;            /* the current generation's (gen->cfg) */
+    exchange_gen_t *gen;            /* what new exchanges start under */
+    exchange_gen_t *retired;        /* older ones, freed with their last exchange */
+    unsigned n_workers;
     metrics_worker_t *metrics;
     slot_queue_t slots;             /* upstream.max_concurrent / workers, and the queue */
     upstream_pool_t upstream;
@@ -37,13 +49,20 @@ typedef struct exchange_ctx {
     char *head_out;                 /* the rewritten response head */
     size_t head_out_cap;
     const struct timeval *tv_response;
+    struct timeval tv_response_own; /* shared_timeout's fallback */
 } exchange_ctx_t;
 
 /* n_workers shares the gate's caps out; limits (the worker's, shared with
  * its connections) must outlive the context. 0, or -1 with err set. */
-int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, const config_t *cfg, unsigned n_workers,
+int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, config_t *cfg, unsigned n_workers,
                       const http_limits_t *limits, SSL_CTX *upstream_tls, metrics_worker_t *metrics, char *err,
                       size_t errlen);
+/* A reload: exchanges from now on start under cfg (the context takes a
+ * reference), with its slots, queue and timeouts, and upstream_tls (NULL:
+ * plain) for new upstream connections; new_peer closes the pooled ones.
+ * The buffer sizes (limits.max_header_bytes, max_headers) must not have
+ * changed. 0, or -1 (out of memory) with nothing changed. */
+int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream_tls, bool new_peer);
 /* Stopping: idle upstream connections close, none is kept after use. */
 void exchange_ctx_stop(exchange_ctx_t *x);
 void exchange_ctx_destroy(exchange_ctx_t *x);
@@ -52,6 +71,7 @@ typedef struct exchange {
     struct conn *conn;
     exchange_ctx_t *ctx;
     request_log_t *log;
+    exchange_gen_t *gen;            /* the configuration it started under; NULL once released */
     slot_waiter_t waiter;
     upstream_conn_t *up;
     char *buf;                      /* from ctx->bufs while the exchange lasts */

@@ -90,6 +90,7 @@ typedef struct metrics_gate {
     double source_last_sync;        /* Unix seconds, 0 = never */
     uint64_t source_reconnects;
     const held_view_t *held;        /* the merged held table; NULL: not rendered */
+    uint64_t reloads_success, reloads_failure;  /* SIGHUP reloads taken and refused */
 } metrics_gate_t;
 
 /* The Prometheus text exposition (format 0.0.4) of the sum over workers[]

@@ -24,6 +24,10 @@ typedef struct slot_queue {
 } slot_queue_t;
 
 void slot_queue_init(slot_queue_t *q, uint32_t cap, uint32_t max_len);
+/* A reload: new caps. Slots in use stay held (a lower cap is reached as
+ * they are given back); a higher cap grants the longest waiters at once;
+ * waiters beyond a lower max_len stay until served or timed out. */
+void slot_queue_resize(slot_queue_t *q, uint32_t cap, uint32_t max_len);
 /* Takes a slot if one is free. */
 bool slot_take(slot_queue_t *q);
 /* Joins the end of the queue: 0, or -1 when the queue is full. */

@@ -42,6 +42,8 @@ struct upstream_conn {
     void *data;
     upstream_conn_t *next;          /* idle list */
     upstream_state_t state;
+    uint32_t epoch;                 /* the pool's epoch when it was made */
+    bool prepare_failed;            /* its TLS could not be set up: FAILED once connected */
     bool wev_on, rev_on;
 };
 
@@ -51,14 +53,22 @@ typedef struct upstream_pool {
     const config_upstream_t *cfg;
     SSL_CTX *tls;                   /* NULL: plain */
     const struct timeval *tv_connect, *tv_idle;
+    struct timeval tv_connect_own, tv_idle_own;     /* shared_timeout's fallbacks */
     upstream_conn_t *idle;          /* LIFO: the warmest first */
     uint32_t n_idle;
+    uint32_t epoch;                 /* moved on by a new peer: older connections are not pooled again */
     bool closing;                   /* stopping: nothing goes back to the pool */
 } upstream_pool_t;
 
 /* tls (may be NULL) gets a reference of the pool's own. */
 void upstream_pool_init(upstream_pool_t *p, struct event_base *base, const config_upstream_t *cfg,
                         SSL_CTX *tls);
+/* A reload: new connections use cfg and tls (a reference of the pool's
+ * own; NULL: plain), and the timeouts and max_idle of cfg. new_peer (the
+ * MCS's address or the way to reach it changed): the idle connections
+ * close now, those in use close when released. cfg must outlive the pool
+ * or the next call. */
+void upstream_pool_reconfigure(upstream_pool_t *p, const config_upstream_t *cfg, SSL_CTX *tls, bool new_peer);
 /* Closes the idle connections; no more go back to the pool after it. */
 void upstream_pool_close(upstream_pool_t *p);
 void upstream_pool_destroy(upstream_pool_t *p);

@@ -23,21 +23,45 @@
 
 typedef struct worker_listener {
     int fd;
+    uint32_t id;                /* the gate's name for the listener, stable across reloads */
     struct event ev;
     SSL_CTX *tls;               /* NULL: plain */
     struct worker *w;
 } worker_listener_t;
 
+/* A listener as the main thread hands it over: one socket of its own for
+ * this worker, and its TLS context (a reference; NULL: plain). */
+typedef struct worker_listen {
+    uint32_t id;
+    int fd;                     /* -1 in a reload: the worker keeps its socket of this id */
+    SSL_CTX *tls;
+} worker_listen_t;
+
+/* One worker's part of a reload (SIGHUP): the worker takes everything in
+ * it, applies it between two events of its loop (no callback of its is
+ * under way) and writes 1 to ack_fd. Listeners of the worker's that are
+ * not in listeners[] close, and their connections drain. */
+typedef struct worker_reload {
+    config_t *cfg;              /* a reference */
+    SSL_CTX *upstream_tls;      /* a reference; NULL: plain */
+    bool new_upstream_peer;     /* the pooled upstream connections are of no use */
+    worker_listen_t listeners[CONFIG_MAX_LISTENERS];    /* cfg->n_listeners of them */
+    int ack_fd;                 /* an eventfd of the main thread's */
+} worker_reload_t;
+
 enum {
     WORKER_CMD_SNAPSHOT = 1u << 0,
     WORKER_CMD_STOP = 1u << 1,
-    WORKER_CMD_TLS = 1u << 2,
+    WORKER_CMD_RELOAD = 1u << 2,
 };
 
 typedef struct worker {
     pthread_t thread;
     struct event_base *base;
-    const config_t *cfg;
+    /* The configuration requests are served by: a plain pointer the
+     * worker swaps between two events on a reload, so a request reads it
+     * with no atomic and code reading it at request time follows reloads. */
+    config_t *cfg;
     worker_listener_t listeners[CONFIG_MAX_LISTENERS];
     size_t n_listeners;
 
@@ -46,7 +70,7 @@ typedef struct worker {
     struct event notify_ev;
     _Atomic unsigned commands;
     _Atomic(gate_snapshot_t *) next_snapshot;
-    SSL_CTX *_Atomic next_tls[CONFIG_MAX_LISTENERS];
+    _Atomic(worker_reload_t *) next_reload;
     gate_snapshot_t *snapshot;      /* read on every request; this thread only */
 
     /* Each module's own per-thread state. */
@@ -66,16 +90,21 @@ typedef struct worker {
 /* Shared between workers: the gate's connection cap. */
 extern _Atomic uint32_t worker_total_conns;
 
-/* listen_fds[i] and listener_tls[i] belong to cfg->listeners[i]. */
-int worker_init(worker_t *w, unsigned n_workers, const config_t *cfg, const int *listen_fds,
-                SSL_CTX *const *listener_tls, SSL_CTX *upstream_tls, char *err, size_t errlen);
+/* listeners[i] belongs to cfg->listeners[i]; the worker takes its socket
+ * and a reference of its TLS context, and one of cfg. */
+int worker_init(worker_t *w, unsigned n_workers, config_t *cfg, const worker_listen_t *listeners,
+                SSL_CTX *upstream_tls, char *err, size_t errlen);
 int worker_start(worker_t *w);
 void worker_join(worker_t *w);
 void worker_destroy(worker_t *w);
 
 /* Main thread -> worker: hands over a reference. */
 void worker_publish_snapshot(worker_t *w, gate_snapshot_t *snap);
-void worker_publish_tls(worker_t *w, size_t listener, SSL_CTX *ctx);
+/* Main thread -> worker: hands the reload over (the worker frees it).
+ * The caller sends the next one only once this one is acknowledged. */
+void worker_publish_reload(worker_t *w, worker_reload_t *r);
+/* Frees a reload no worker took, closing its new sockets. */
+void worker_reload_free(worker_reload_t *r);
 void worker_stop(worker_t *w);
 
 #endif

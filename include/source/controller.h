@@ -32,6 +32,15 @@ void verdict_ctl_on_source(source_state_t state, json_t *object, void *ctl);
  * failure) and starts it. 0 or -1. */
 int verdict_ctl_start(verdict_ctl_t *ctl, source_t *source);
 
+/* A reload: new limits, policies, staleness and reject mode, judged at
+ * once (a new snapshot goes out if the verdict or the mode changed). */
+void verdict_ctl_reconfigure(verdict_ctl_t *ctl, const config_enforcement_t *cfg, reject_mode_t reject_mode);
+/* A reload with another source: starts it and, when it started, frees
+ * the running one (0); else frees the new one and keeps the running one
+ * (-1). The last view stays the verdict's input until the new source
+ * reports its own. */
+int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source);
+
 /* The admin API's override, local to this gate; active == false clears it.
  * Takes effect at once and lapses by itself at o->until. */
 void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o);

@@ -102,6 +102,23 @@ static void admin_held(void *arg, struct evhttp_request *req)
     admin_json(req, j);
 }
 
+/* GET /config: the configuration serving now and the reloads so far. */
+static void admin_config(void *arg, struct evhttp_request *req)
+{
+    const config_reloads_t *r = ((const admin_t *)arg)->scrape.reloads;
+    if (!r) {
+        serve_text(req, 404, "Not Found", "no configuration file");
+        return;
+    }
+    char when[TIME_RFC3339_LEN];
+    json_t *j = json_pack("{s:s, s:s, s:s, s:{s:I, s:I}}", "path", r->path, "sha256", r->sha256, "loaded_at",
+                          time_format_rfc3339(r->loaded_at, when, sizeof when), "reloads", "success",
+                          (json_int_t)r->success, "failure", (json_int_t)r->failure);
+    if (j && r->last_error[0])
+        json_object_set_new(j, "last_error", json_string(r->last_error));
+    admin_json(req, j);
+}
+
 static void admin_metrics(void *arg, struct evhttp_request *req)
 {
     admin_t *a = arg;
@@ -197,13 +214,14 @@ static const serve_route_t admin_route_table[] = {
     {"/metrics", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_metrics},
     {"/override", EVHTTP_REQ_POST, "POST", admin_override},
     {"/held", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_held},
+    {"/config", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", admin_config},
     {"/", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", page_html},
     {"/status.js", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", page_script},
     {"/status.css", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, "GET, HEAD", page_style},
 };
 static const serve_routes_t admin_routes = {
     admin_route_table, sizeof admin_route_table / sizeof admin_route_table[0],
-    "not found: / /healthz /readyz /verdict /held /metrics /override",
+    "not found: / /healthz /readyz /verdict /held /config /metrics /override",
 };
 
 admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict_ctl_t *ctl,
@@ -227,6 +245,11 @@ admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict
         log_msg(LOG_WARN, "admin_readonly", "neither admin.socket nor admin.token_file is set: the admin API "
                 "refuses overrides (403) until one is configured");
     return a;
+}
+
+void admin_set_reloads(admin_t *a, const config_reloads_t *reloads)
+{
+    a->scrape.reloads = reloads;
 }
 
 void admin_free(admin_t *a)

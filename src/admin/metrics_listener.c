@@ -39,6 +39,11 @@ metrics_listener_t *metrics_listener_start(struct event_base *base, const config
     return m;
 }
 
+void metrics_listener_set_reloads(metrics_listener_t *m, const config_reloads_t *reloads)
+{
+    m->scrape.reloads = reloads;
+}
+
 void metrics_listener_free(metrics_listener_t *m)
 {
     if (!m)

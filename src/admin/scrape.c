@@ -46,6 +46,8 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
         .source_last_sync = src ? source_last_sync(src) : 0,
         .source_reconnects = src ? source_reconnects(src) : 0,
         .held = &held,
+        .reloads_success = s->reloads ? s->reloads->success : 0,
+        .reloads_failure = s->reloads ? s->reloads->failure : 0,
     };
     size_t len;
     char *text = metrics_render(s->workers, s->n_workers, &g, &len);

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "conf/reload.h"
 #include "proxy/metrics.h"
 #include "source/controller.h"
 
@@ -16,6 +17,7 @@ typedef struct scrape {
     verdict_ctl_t *ctl;
     const metrics_worker_t **workers;   /* a copy of the array; the counters are the workers' */
     size_t n_workers;
+    const config_reloads_t *reloads;    /* NULL: none counted */
 } scrape_t;
 
 /* Copies workers[] (n_workers pointers; the counters must outlive s).

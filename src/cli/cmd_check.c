@@ -85,11 +85,22 @@ static int stage_admin_files(check_run_t *run)
  * for what the file's text cannot show: modules that open files or build
  * contexts at start-up (certificates that load, say) add theirs here. */
 static const check_stage_fn check_stages[] = {
-    stage_load_config,
+    stage_load_config,          /* first: check_config_files runs the others */
     stage_tls_files,
     stage_kube_files,
     stage_admin_files,
 };
+
+int check_config_files(config_t *cfg, char *err, size_t errlen)
+{
+    check_run_t run = {.path = cfg->path, .files = true, .cfg = cfg};
+    for (size_t i = 1; i < sizeof check_stages / sizeof check_stages[0]; i++)
+        if (check_stages[i](&run) < 0) {
+            snprintf(err, errlen, "%s", run.err);
+            return -1;
+        }
+    return 0;
+}
 
 static void check_usage(FILE *out)
 {

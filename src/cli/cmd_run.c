@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <event2/event.h>
 
-#include "admin/listener.h"
-#include "admin/metrics_listener.h"
 #include "cli/cmd.h"
+#include "gate.h"
 #include "conf/config.h"
 #include "core/log.h"
 #include "verdict/snapshot.h"
@@ -21,21 +21,6 @@
 #include "os/socket.h"
 #include "core/addr.h"
 
-typedef struct gate {
-    config_t *cfg;
-    struct event_base *base;
-    worker_t *workers;
-    unsigned n_workers;
-    SSL_CTX *listener_tls[CONFIG_MAX_LISTENERS];
-    SSL_CTX *upstream_tls;
-    int *listen_fds;            /* n_workers x n_listeners */
-    const held_table_t **held_tables;   /* every worker's, for each worker to read */
-    source_t *source;           /* until verdict_ctl_start takes it */
-    verdict_ctl_t *ctl;
-    admin_t *admin;
-    metrics_listener_t *metrics;
-    struct event *sig_term, *sig_int, *sig_hup;
-} gate_t;
 
 static void run_usage(FILE *out)
 {
@@ -45,7 +30,9 @@ static void run_usage(FILE *out)
             "Starts the gate: listeners, upstream pool, verdict source, workers.\n"
             "  -c, --config FILE   configuration (see conf/skewgate.yaml)\n"
             "\n"
-            "Signals: SIGHUP reloads the TLS certificates without dropping connections;\n"
+            "Signals: SIGHUP reloads the whole configuration and the TLS certificates\n"
+            "without dropping connections (one that fails 'check --files' is refused and\n"
+            "the running one keeps serving; GET /config on the admin listener tells);\n"
             "SIGTERM or SIGINT stop accepting and drain in-flight responses up to\n"
             "limits.drain_timeout.\n");
 }
@@ -73,27 +60,10 @@ static void gate_on_reload(evutil_socket_t sig, short what, void *arg)
 {
     (void)sig;
     (void)what;
-    gate_t *g = arg;
-    char err[512];
-    for (size_t l = 0; l < g->cfg->n_listeners; l++) {
-        if (!g->cfg->listeners[l].tls.enabled)
-            continue;
-        SSL_CTX *ctx = tls_server_ctx_new(&g->cfg->listeners[l].tls, err, sizeof err);
-        if (!ctx) {
-            log_msg(LOG_ERROR, "reload", "keeping the current certificate of %s: %s",
-                    g->cfg->listeners[l].addr.text, err);
-            continue;
-        }
-        for (unsigned i = 0; i < g->n_workers; i++) {
-            SSL_CTX_up_ref(ctx);
-            worker_publish_tls(&g->workers[i], l, ctx);
-        }
-        SSL_CTX_free(ctx);
-        log_msg(LOG_INFO, "reload", "certificate of %s reloaded", g->cfg->listeners[l].addr.text);
-    }
+    gate_reload(arg);
 }
 
-static void gate_log_listening(const config_listener_t *lc, const struct sockaddr_storage *ss)
+void gate_log_listening(const config_listener_t *lc, const struct sockaddr_storage *ss)
 {
     char host[ADDR_IP_TEXT_LEN];
     addr_ip_text(ss, host, sizeof host);
@@ -115,6 +85,7 @@ static int gate_open_listeners(gate_t *g, char *err, size_t errlen)
     for (size_t l = 0; l < nl; l++) {
         config_listener_t *lc = &g->cfg->listeners[l];
         struct sockaddr_storage ss = lc->addr.ss;
+        g->listener_ids[l] = g->next_listener_id++;
         for (unsigned w = 0; w < g->n_workers; w++) {
             char why[256];
             int fd = socket_listen(&ss, lc->addr.len, why, sizeof why);
@@ -149,14 +120,20 @@ static int gate_tls(gate_t *g, char *err, size_t errlen)
     return 0;
 }
 
+source_t *gate_new_source(gate_t *g, const config_t *cfg)
+{
+    const config_enforcement_t *e = &cfg->enforcement;
+    if (e->source == SOURCE_KIND_KUBERNETES)
+        return source_kube_new(g->base, &e->kubernetes, verdict_ctl_on_source, g->ctl);
+    return source_file_new(g->base, &e->file, verdict_ctl_on_source, g->ctl);
+}
+
 static int gate_source(gate_t *g, char *err, size_t errlen)
 {
     const config_enforcement_t *e = &g->cfg->enforcement;
     g->ctl = verdict_ctl_new(g->base, e, g->cfg->gate.reject_mode, gate_publish, g);
-    if (g->ctl && e->source == SOURCE_KIND_KUBERNETES)
-        g->source = source_kube_new(g->base, &e->kubernetes, verdict_ctl_on_source, g->ctl);
-    else if (g->ctl)
-        g->source = source_file_new(g->base, &e->file, verdict_ctl_on_source, g->ctl);
+    if (g->ctl)
+        g->source = gate_new_source(g, g->cfg);
     if (!g->ctl || !g->source) {
         snprintf(err, errlen, "verdict source: out of memory");
         return -1;
@@ -187,6 +164,10 @@ static int gate_http(gate_t *g, char *err, size_t errlen)
         !(g->metrics = metrics_listener_start(g->base, &cfg->metrics, g->ctl, counters, g->n_workers, err, errlen)))
         rc = -1;
     free(counters);
+    if (g->admin)
+        admin_set_reloads(g->admin, &g->reloads);
+    if (g->metrics)
+        metrics_listener_set_reloads(g->metrics, &g->reloads);
     return rc;
 }
 
@@ -210,6 +191,7 @@ static void gate_free(gate_t *g)
                 close(g->listen_fds[i]);
         free(g->listen_fds);
     }
+    gate_reload_free(g);
     for (size_t l = 0; l < CONFIG_MAX_LISTENERS; l++)
         SSL_CTX_free(g->listener_tls[l]);
     SSL_CTX_free(g->upstream_tls);
@@ -221,24 +203,29 @@ static void gate_free(gate_t *g)
         event_free(g->sig_hup);
     if (g->base)
         event_base_free(g->base);
-    config_free(g->cfg);
+    config_unref(g->cfg);
 }
 
 static int gate_run(gate_t *g)
 {
     char err[CONFIG_ERR_LEN];
     g->base = event_base_new();
-    if (!g->base || gate_tls(g, err, sizeof err) < 0 || gate_open_listeners(g, err, sizeof err) < 0)
+    if (!g->base || gate_reload_init(g, err, sizeof err) < 0 || gate_tls(g, err, sizeof err) < 0 ||
+        gate_open_listeners(g, err, sizeof err) < 0)
         goto fail;
     g->workers = calloc(g->n_workers, sizeof *g->workers);
     if (!g->workers) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
-    for (unsigned i = 0; i < g->n_workers; i++)
-        if (worker_init(&g->workers[i], g->n_workers, g->cfg, g->listen_fds + (size_t)i * g->cfg->n_listeners,
-                        g->listener_tls, g->upstream_tls, err, sizeof err) < 0)
+    for (unsigned i = 0; i < g->n_workers; i++) {
+        worker_listen_t ls[CONFIG_MAX_LISTENERS];
+        for (size_t l = 0; l < g->cfg->n_listeners; l++)
+            ls[l] = (worker_listen_t){g->listener_ids[l], g->listen_fds[(size_t)i * g->cfg->n_listeners + l],
+                                      g->listener_tls[l]};
+        if (worker_init(&g->workers[i], g->n_workers, g->cfg, ls, g->upstream_tls, err, sizeof err) < 0)
             goto fail;
+    }
     g->held_tables = malloc(g->n_workers * sizeof *g->held_tables);
     if (!g->held_tables) {
         snprintf(err, sizeof err, "out of memory");
@@ -332,6 +319,10 @@ int cmd_run(int argc, char **argv)
         return 2;
     }
     log_set_level(g.cfg->log.level);
+    g.reloads.path = path;
+    snprintf(g.reloads.sha256, sizeof g.reloads.sha256, "%s", g.cfg->sha256);
+    g.reloads.loaded_at = time(NULL);
+    g.ack_fd = -1;
     signal(SIGPIPE, SIG_IGN);
     /* "auto" was resolved when the config was loaded. */
     g.n_workers = g.cfg->workers;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 
 #include "conf/config.h"
@@ -17,6 +18,7 @@
 #include "grammar.h"
 #include "readers.h"
 #include "core/addr.h"
+#include "core/refcount.h"
 #include "core/ydoc.h"
 
 /* A configuration is a page of YAML; anything far larger is a wrong path. */
@@ -666,6 +668,7 @@ config_t *config_parse(const char *text, size_t len, const char *name, char *err
         return NULL;
     }
     ld.cfg = cfg;
+    atomic_init(&cfg->refs, 1);
     int rc = load_document(&ld, text, len);
     schema_loader_free(&ld);
     if (rc < 0) {
@@ -721,8 +724,25 @@ config_t *config_load(const char *path, char *err, size_t errlen)
     if (!text)
         return NULL;
     config_t *cfg = config_parse(text, len, path, err, errlen);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    if (cfg && EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) == 1)
+        for (unsigned i = 0; i < mdlen && 2 * i + 2 < sizeof cfg->sha256; i++)
+            snprintf(cfg->sha256 + 2 * i, 3, "%02x", md[i]);
     free(text);
     return cfg;
+}
+
+config_t *config_ref(config_t *cfg)
+{
+    refcount_hold(&cfg->refs);
+    return cfg;
+}
+
+void config_unref(config_t *cfg)
+{
+    if (cfg && refcount_drop(&cfg->refs))
+        config_free(cfg);
 }
 
 void config_free(config_t *cfg)

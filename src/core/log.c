@@ -1,4 +1,5 @@
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -6,13 +7,17 @@
 
 #include "core/log.h"
 
-static volatile log_level_t log_threshold = LOG_INFO;
+/* Set by the main thread (start-up, a reload), read by every thread. */
+static atomic_int log_threshold = LOG_INFO;
 
 static const char *const log_level_names[] = {"debug", "info", "warn", "error"};
 
-void log_set_level(log_level_t level) { log_threshold = level; }
+void log_set_level(log_level_t level) { atomic_store_explicit(&log_threshold, (int)level, memory_order_relaxed); }
 
-bool log_enabled(log_level_t level) { return level >= log_threshold; }
+bool log_enabled(log_level_t level)
+{
+    return (int)level >= atomic_load_explicit(&log_threshold, memory_order_relaxed);
+}
 
 static void log_time(char *buf, size_t len)
 {

@@ -14,6 +14,7 @@
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
 #include "proxy/local_response.h"
+#include "proxy/shared_timeout.h"
 #include "proxy/worker.h"
 #include "verdict/snapshot.h"
 
@@ -49,9 +50,13 @@ int conn_set_init(conn_set_t *s, struct event_base *base, const config_limits_t 
         return -1;
     }
     http_request_init(&s->req, s->req_fields, lim->max_headers);
-    struct timeval tv = clock_timeval(lim->send_timeout_ms);
-    s->tv_send = event_base_init_common_timeout(base, &tv);
+    conn_set_reconfigure(s, base, lim);
     return 0;
+}
+
+void conn_set_reconfigure(conn_set_t *s, struct event_base *base, const config_limits_t *lim)
+{
+    s->tv_send = shared_timeout(base, lim->send_timeout_ms, &s->tv_send_own);
 }
 
 void conn_set_destroy(conn_set_t *s)
@@ -110,7 +115,8 @@ void conn_deadline(conn_t *c, conn_deadline_t kind, uint64_t ms)
         conn_arm_timer(c, now, c->deadline_ms);
 }
 
-void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx)
+void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx,
+                 uint32_t listener)
 {
     conn_t *c = calloc(1, sizeof *c);
     if (!c) {
@@ -119,6 +125,7 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
         return;
     }
     c->w = w;
+    c->listener = listener;
     c->io.fd = fd;
     memcpy(&c->peer, peer, peer_len);
     c->peer_len = peer_len;
@@ -197,7 +204,22 @@ void conn_close_idle(conn_set_t *s)
     conn_t *next;
     for (conn_t *c = s->open; c; c = next) {
         next = c->next;
+        c->draining = true;
         if ((c->state == CONN_READ_HEAD && c->ilen == 0) || c->state == CONN_HANDSHAKE)
+            conn_close(c);
+    }
+}
+
+void conn_drain_listener(conn_set_t *s, uint32_t listener)
+{
+    conn_t *next;
+    for (conn_t *c = s->open; c; c = next) {
+        next = c->next;
+        if (c->listener != listener)
+            continue;
+        c->draining = true;
+        /* A handshake under way still gets its one request answered. */
+        if (c->state == CONN_READ_HEAD && c->ilen == 0)
             conn_close(c);
     }
 }
@@ -265,7 +287,7 @@ static void conn_log_request(conn_t *c)
 
 bool conn_will_close(const conn_t *c)
 {
-    return c->close_after || !c->keep_alive || c->w->stopping;
+    return c->close_after || !c->keep_alive || c->draining;
 }
 
 static void conn_next_request(conn_t *c)
@@ -387,7 +409,7 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap)
 {
     const http_request_t *req = &c->w->conns.req;
     int spec = 0;
-    if (c->w->cfg->gate.reject_mode == REJECT_EXPLAIN) {
+    if (snap->mode == REJECT_EXPLAIN) {
         const http_header_t *accept = http_headers_get(&req->headers, HTTP_HDR_ACCEPT);
         spec = accept ? http_accept_ignition_spec(c->ibuf + accept->value.off, accept->value.len)
                       : http_accept_ignition_spec(NULL, 0);
@@ -419,7 +441,7 @@ static void conn_dispatch(conn_t *c)
         c->log.ua_len = ua->value.len;
     }
     c->http10 = req->version_minor == 0;
-    c->keep_alive = req->keep_alive && !w->stopping;
+    c->keep_alive = req->keep_alive && !c->draining;
     c->is_head = req->method == HTTP_METHOD_HEAD;
 
     if (req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD) {

@@ -8,6 +8,7 @@
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
 #include "proxy/rewrite.h"
+#include "proxy/shared_timeout.h"
 
 enum { EXCHANGE_SEND, EXCHANGE_HEAD, EXCHANGE_BODY };
 
@@ -30,7 +31,32 @@ static void exchange_send(exchange_t *x);
 static void exchange_pump(exchange_t *x);
 static void exchange_on_upstream(upstream_conn_t *u, upstream_event_t ev, void *data);
 
-int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, const config_t *cfg, unsigned n_workers,
+/* The gate's caps shared out over the workers, rounded up. */
+static uint32_t exchange_share(uint32_t gate_wide, unsigned n_workers)
+{
+    return (gate_wide + n_workers - 1) / n_workers;
+}
+
+static exchange_gen_t *exchange_gen_new(config_t *cfg)
+{
+    exchange_gen_t *g = calloc(1, sizeof *g);
+    if (g)
+        g->cfg = config_ref(cfg);
+    return g;
+}
+
+static void exchange_gen_free(exchange_gen_t *g)
+{
+    config_unref(g->cfg);
+    free(g);
+}
+
+static void exchange_response_timeout(exchange_ctx_t *x, struct event_base *base)
+{
+    x->tv_response = shared_timeout(base, x->cfg->upstream.response_timeout_ms, &x->tv_response_own);
+}
+
+int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, config_t *cfg, unsigned n_workers,
                       const http_limits_t *limits, SSL_CTX *upstream_tls, metrics_worker_t *metrics, char *err,
                       size_t errlen)
 {
@@ -41,9 +67,15 @@ int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, const config_t
     const config_upstream_t *up = &cfg->upstream;
     if (n_workers == 0)
         n_workers = 1;
-    slot_queue_init(&x->slots, (up->max_concurrent + n_workers - 1) / n_workers,
-                    (up->max_queue + n_workers - 1) / n_workers);
+    x->n_workers = n_workers;
+    slot_queue_init(&x->slots, exchange_share(up->max_concurrent, n_workers),
+                    exchange_share(up->max_queue, n_workers));
     upstream_pool_init(&x->upstream, base, up, upstream_tls);
+    x->gen = exchange_gen_new(cfg);
+    if (!x->gen) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     x->limits = limits;
     size_t buf = (size_t)lim->max_header_bytes + EXCHANGE_HEADROOM + REWRITE_HEAD_GROWTH(lim->max_headers) +
                  RELAY_TLS_RECORD;
@@ -58,9 +90,45 @@ int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, const config_t
         return -1;
     }
     http_response_init(&x->resp, x->resp_fields, lim->max_headers);
-    struct timeval tv = clock_timeval(up->response_timeout_ms);
-    x->tv_response = event_base_init_common_timeout(base, &tv);
+    exchange_response_timeout(x, base);
     return 0;
+}
+
+int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream_tls, bool new_peer)
+{
+    exchange_gen_t *g = exchange_gen_new(cfg);
+    if (!g)
+        return -1;
+    exchange_gen_t *old = x->gen;
+    if (old->exchanges == 0) {
+        exchange_gen_free(old);
+    } else {
+        old->next = x->retired;
+        x->retired = old;
+    }
+    x->gen = g;
+    x->cfg = cfg;
+    const config_upstream_t *up = &cfg->upstream;
+    upstream_pool_reconfigure(&x->upstream, up, upstream_tls, new_peer);
+    exchange_response_timeout(x, x->upstream.base);
+    slot_queue_resize(&x->slots, exchange_share(up->max_concurrent, x->n_workers),
+                      exchange_share(up->max_queue, x->n_workers));
+    return 0;
+}
+
+/* An exchange is over: its generation, if retired, goes with the last one. */
+static void exchange_leave_gen(exchange_t *x)
+{
+    exchange_gen_t *g = x->gen;
+    x->gen = NULL;
+    if (--g->exchanges || g == x->ctx->gen)
+        return;
+    for (exchange_gen_t **at = &x->ctx->retired; *at; at = &(*at)->next)
+        if (*at == g) {
+            *at = g->next;
+            break;
+        }
+    exchange_gen_free(g);
 }
 
 void exchange_ctx_stop(exchange_ctx_t *x)
@@ -77,6 +145,13 @@ void exchange_ctx_destroy(exchange_ctx_t *x)
         pipe_pool_destroy(&x->pipes);
     free(x->head_out);
     free(x->resp_fields);
+    while (x->retired) {
+        exchange_gen_t *g = x->retired;
+        x->retired = g->next;
+        exchange_gen_free(g);
+    }
+    if (x->gen)
+        exchange_gen_free(x->gen);
 }
 
 /* ---- the end of an exchange ------------------------------------------ */
@@ -101,6 +176,8 @@ static void exchange_release(exchange_t *x, bool reuse)
      * and the metrics tell of the same request. */
     if (x->log->upstream_start_ns && !x->log->upstream_ns)
         x->log->upstream_ns = clock_monotonic_ns() - x->log->upstream_start_ns;
+    if (x->gen)
+        exchange_leave_gen(x);
     if (x->has_slot) {
         x->has_slot = false;
         slot_release(&ctx->slots);
@@ -174,7 +251,8 @@ static void exchange_granted(slot_waiter_t *w)
 
 void exchange_start(exchange_t *x, conn_t *c, exchange_ctx_t *ctx, request_log_t *log)
 {
-    *x = (exchange_t){.conn = c, .ctx = ctx, .log = log};
+    *x = (exchange_t){.conn = c, .ctx = ctx, .log = log, .gen = ctx->gen};
+    ctx->gen->exchanges++;
     relay_init(&x->relay, &c->io, NULL, NULL, 0, NULL);
     conn_arm_read(c, false);
     /* The request is rewritten now, while its parse is at hand: the parse
@@ -259,7 +337,7 @@ static void exchange_send(exchange_t *x)
     upstream_arm_write(u, false, NULL);
     x->phase = EXCHANGE_HEAD;
     x->off = x->len = EXCHANGE_HEADROOM;
-    x->head_due_ms = clock_coarse_ms() + x->ctx->cfg->upstream.response_timeout_ms;
+    x->head_due_ms = clock_coarse_ms() + x->gen->cfg->upstream.response_timeout_ms;
     upstream_arm_read(u, true, x->ctx->tv_response);
 }
 

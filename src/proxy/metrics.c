@@ -278,6 +278,10 @@ static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
     metrics_head(f, "skewgate_source_reconnects_total", "counter",
                  "Times the verdict source reconnected after an error.");
     fprintf(f, "skewgate_source_reconnects_total %" PRIu64 "\n", g->source_reconnects);
+    metrics_head(f, "skewgate_config_reloads_total", "counter",
+                 "Configuration reloads (SIGHUP): taken by every worker, or refused (the running one kept).");
+    fprintf(f, "skewgate_config_reloads_total{result=\"success\"} %" PRIu64 "\n", g->reloads_success);
+    fprintf(f, "skewgate_config_reloads_total{result=\"failure\"} %" PRIu64 "\n", g->reloads_failure);
 }
 
 /* The held clients, counted by pool and reason (the entries come sorted

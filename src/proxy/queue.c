@@ -7,6 +7,25 @@ void slot_queue_init(slot_queue_t *q, uint32_t cap, uint32_t max_len)
     *q = (slot_queue_t){.cap = cap, .max_len = max_len};
 }
 
+static void slot_grant(slot_queue_t *q)
+{
+    /* A granted waiter may fail at once and release its slot again, which
+     * re-enters here: the loop then finds the slot already taken. */
+    while (q->head && q->active < q->cap) {
+        slot_waiter_t *w = q->head;
+        slot_cancel(q, w);
+        q->active++;
+        w->granted(w);
+    }
+}
+
+void slot_queue_resize(slot_queue_t *q, uint32_t cap, uint32_t max_len)
+{
+    q->cap = cap;
+    q->max_len = max_len;
+    slot_grant(q);
+}
+
 bool slot_take(slot_queue_t *q)
 {
     if (q->active >= q->cap)
@@ -52,12 +71,5 @@ void slot_cancel(slot_queue_t *q, slot_waiter_t *w)
 void slot_release(slot_queue_t *q)
 {
     q->active--;
-    /* A granted waiter may fail at once and release its slot again, which
-     * re-enters here: the loop then finds the slot already taken. */
-    while (q->head && q->active < q->cap) {
-        slot_waiter_t *w = q->head;
-        slot_cancel(q, w);
-        q->active++;
-        w->granted(w);
-    }
+    slot_grant(q);
 }

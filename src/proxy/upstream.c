@@ -5,6 +5,7 @@
 
 #include "core/clock.h"
 #include "os/socket.h"
+#include "proxy/shared_timeout.h"
 #include "proxy/upstream.h"
 #include "tls/tls.h"
 
@@ -79,20 +80,18 @@ static void upstream_handshake(upstream_conn_t *u)
 
 static void upstream_connected(upstream_conn_t *u)
 {
-    upstream_pool_t *p = u->pool;
     if (socket_connect_result(u->io.fd) != 0) {
         upstream_fail(u, GATE_REASON_UPSTREAM_CONNECT);
         return;
     }
-    if (!p->tls) {
-        upstream_open(u);
-        return;
-    }
-    if (sockio_attach_ssl(&u->io, SSL_new(p->tls)) < 0 || tls_client_prepare(u->io.ssl, p->cfg) < 0) {
+    if (u->prepare_failed) {
         upstream_fail(u, GATE_REASON_UPSTREAM_TLS);
         return;
     }
-    SSL_set_connect_state(u->io.ssl);
+    if (!u->io.ssl) {
+        upstream_open(u);
+        return;
+    }
     u->state = UPSTREAM_HANDSHAKE;
     upstream_handshake(u);
 }
@@ -127,6 +126,13 @@ static void upstream_on_event(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* Shared by every connection of the pool. */
+static void upstream_pool_timeouts(upstream_pool_t *p)
+{
+    p->tv_connect = shared_timeout(p->base, p->cfg->connect_timeout_ms, &p->tv_connect_own);
+    p->tv_idle = shared_timeout(p->base, p->cfg->idle_timeout_ms, &p->tv_idle_own);
+}
+
 void upstream_pool_init(upstream_pool_t *p, struct event_base *base, const config_upstream_t *cfg,
                         SSL_CTX *tls)
 {
@@ -136,12 +142,26 @@ void upstream_pool_init(upstream_pool_t *p, struct event_base *base, const confi
     p->tls = tls;
     if (tls)
         SSL_CTX_up_ref(tls);
-    /* Shared by every connection: libevent keeps such timeouts in O(1)
-     * queues instead of its heap. */
-    struct timeval tv = clock_timeval(cfg->connect_timeout_ms);
-    p->tv_connect = event_base_init_common_timeout(base, &tv);
-    tv = clock_timeval(cfg->idle_timeout_ms);
-    p->tv_idle = event_base_init_common_timeout(base, &tv);
+    upstream_pool_timeouts(p);
+}
+
+void upstream_pool_reconfigure(upstream_pool_t *p, const config_upstream_t *cfg, SSL_CTX *tls, bool new_peer)
+{
+    if (tls)
+        SSL_CTX_up_ref(tls);
+    SSL_CTX_free(p->tls);
+    p->tls = tls;
+    p->cfg = cfg;
+    upstream_pool_timeouts(p);
+    if (!new_peer)
+        return;
+    p->epoch++;
+    while (p->idle) {
+        upstream_conn_t *u = p->idle;
+        p->idle = u->next;
+        upstream_close(u);
+    }
+    p->n_idle = 0;
 }
 
 void upstream_pool_close(upstream_pool_t *p)
@@ -197,6 +217,15 @@ upstream_conn_t *upstream_connect(upstream_pool_t *p, upstream_cb cb, void *data
     u->data = data;
     u->failure = GATE_REASON_NONE;
     u->state = UPSTREAM_CONNECTING;
+    u->epoch = p->epoch;
+    /* TLS is set up now, with the settings of this moment: a reload while
+     * the connect is under way changes nothing for it. */
+    if (p->tls) {
+        if (sockio_attach_ssl(&u->io, SSL_new(p->tls)) < 0 || tls_client_prepare(u->io.ssl, p->cfg) < 0)
+            u->prepare_failed = true;
+        else
+            SSL_set_connect_state(u->io.ssl);
+    }
     event_assign(&u->rev, p->base, fd, EV_READ | EV_PERSIST, upstream_on_event, u);
     event_assign(&u->wev, p->base, fd, EV_WRITE | EV_PERSIST, upstream_on_event, u);
     upstream_arm_write(u, true, p->tv_connect);
@@ -208,7 +237,8 @@ void upstream_release(upstream_conn_t *u, bool reuse)
     upstream_pool_t *p = u->pool;
     u->cb = NULL;
     u->data = NULL;
-    if (!reuse || u->state != UPSTREAM_OPEN || p->closing || p->n_idle >= p->cfg->max_idle) {
+    if (!reuse || u->state != UPSTREAM_OPEN || p->closing || u->epoch != p->epoch ||
+        p->n_idle >= p->cfg->max_idle) {
         upstream_close(u);
         return;
     }

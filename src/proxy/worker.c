@@ -40,7 +40,7 @@ static void worker_on_accept(evutil_socket_t fd, short what, void *arg)
             close(cfd);
             continue;
         }
-        conn_accept(w, cfd, (struct sockaddr *)&peer, plen, l->tls);
+        conn_accept(w, cfd, (struct sockaddr *)&peer, plen, l->tls, l->id);
     }
 }
 
@@ -64,6 +64,98 @@ static void worker_stop_now(worker_t *w)
         event_base_loopexit(w->base, NULL);
 }
 
+static void worker_listener_add(worker_t *w, size_t i, uint32_t id, int fd, SSL_CTX *tls)
+{
+    worker_listener_t *l = &w->listeners[i];
+    *l = (worker_listener_t){.fd = fd, .id = id, .tls = tls, .w = w};
+    event_assign(&l->ev, w->base, fd, EV_READ | EV_PERSIST, worker_on_accept, l);
+    event_add(&l->ev, NULL);
+}
+
+void worker_reload_free(worker_reload_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; r->cfg && i < r->cfg->n_listeners; i++) {
+        if (r->listeners[i].fd >= 0)
+            close(r->listeners[i].fd);
+        SSL_CTX_free(r->listeners[i].tls);
+    }
+    SSL_CTX_free(r->upstream_tls);
+    config_unref(r->cfg);
+    free(r);
+}
+
+static void worker_ack(int fd)
+{
+    uint64_t one = 1;
+    ssize_t n = write(fd, &one, sizeof one);
+    (void)n;
+}
+
+/* The listeners of r in their order: a kept one moves its socket (its
+ * event is assigned anew, the socket never closes, so no connection is
+ * refused); a removed one closes and its connections drain. */
+static void worker_reload_listeners(worker_t *w, worker_reload_t *r)
+{
+    worker_listener_t old[CONFIG_MAX_LISTENERS];
+    size_t n_old = w->n_listeners, n = 0;
+    for (size_t i = 0; i < n_old; i++) {
+        event_del(&w->listeners[i].ev);
+        old[i] = w->listeners[i];
+    }
+    for (size_t i = 0; i < r->cfg->n_listeners; i++) {
+        worker_listen_t *nl = &r->listeners[i];
+        int fd = nl->fd;
+        for (size_t k = 0; fd < 0 && k < n_old; k++)
+            if (old[k].id == nl->id && old[k].fd >= 0) {
+                fd = old[k].fd;
+                old[k].fd = -1;
+                /* Connections made with the old context keep a reference. */
+                SSL_CTX_free(old[k].tls);
+                old[k].tls = NULL;
+            }
+        if (fd < 0) {
+            log_msg(LOG_ERROR, "reload", "worker has no socket for listener %u", nl->id);
+            continue;
+        }
+        worker_listener_add(w, n++, nl->id, fd, nl->tls);
+        nl->fd = -1;
+        nl->tls = NULL;
+    }
+    w->n_listeners = n;
+    for (size_t k = 0; k < n_old; k++) {
+        if (old[k].fd < 0)
+            continue;
+        close(old[k].fd);
+        SSL_CTX_free(old[k].tls);
+        conn_drain_listener(&w->conns, old[k].id);
+    }
+}
+
+/* Between two events: no exchange or connection callback is under way,
+ * so every module sees the switch at a point where it holds nothing half
+ * done. Exchanges in flight keep their generation (exchange_gen_t). */
+static void worker_apply_reload(worker_t *w, worker_reload_t *r)
+{
+    int ack_fd = r->ack_fd;
+    if (w->stopping) {
+        worker_reload_free(r);
+    } else if (exchange_ctx_reconfigure(&w->exchange, r->cfg, r->upstream_tls, r->new_upstream_peer) < 0) {
+        log_msg(LOG_ERROR, "reload", "out of memory: a worker keeps the previous configuration");
+        worker_reload_free(r);
+    } else {
+        conn_set_reconfigure(&w->conns, w->base, &r->cfg->limits);
+        worker_reload_listeners(w, r);
+        config_unref(w->cfg);
+        w->cfg = r->cfg;
+        r->cfg = NULL;
+        SSL_CTX_free(r->upstream_tls);
+        free(r);
+    }
+    worker_ack(ack_fd);
+}
+
 static void worker_on_notify(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
@@ -80,15 +172,12 @@ static void worker_on_notify(evutil_socket_t fd, short what, void *arg)
             w->snapshot = snap;
         }
     }
-    if (cmds & WORKER_CMD_TLS) {
-        for (size_t i = 0; i < w->n_listeners; i++) {
-            SSL_CTX *ctx = atomic_exchange(&w->next_tls[i], NULL);
-            if (ctx) {
-                /* Connections made with the old context keep a reference. */
-                SSL_CTX_free(w->listeners[i].tls);
-                w->listeners[i].tls = ctx;
-            }
-        }
+    /* After the snapshot: one published before the reload is in place
+     * when the reload is acknowledged. */
+    if (cmds & WORKER_CMD_RELOAD) {
+        worker_reload_t *r = atomic_exchange(&w->next_reload, NULL);
+        if (r)
+            worker_apply_reload(w, r);
     }
     if (cmds & WORKER_CMD_STOP)
         worker_stop_now(w);
@@ -110,12 +199,10 @@ void worker_publish_snapshot(worker_t *w, gate_snapshot_t *snap)
     worker_notify(w, WORKER_CMD_SNAPSHOT);
 }
 
-void worker_publish_tls(worker_t *w, size_t listener, SSL_CTX *ctx)
+void worker_publish_reload(worker_t *w, worker_reload_t *r)
 {
-    SSL_CTX *old = atomic_exchange(&w->next_tls[listener], ctx);
-    if (old)
-        SSL_CTX_free(old);
-    worker_notify(w, WORKER_CMD_TLS);
+    worker_reload_free(atomic_exchange(&w->next_reload, r));
+    worker_notify(w, WORKER_CMD_RELOAD);
 }
 
 void worker_stop(worker_t *w)
@@ -123,11 +210,11 @@ void worker_stop(worker_t *w)
     worker_notify(w, WORKER_CMD_STOP);
 }
 
-int worker_init(worker_t *w, unsigned n_workers, const config_t *cfg, const int *listen_fds,
-                SSL_CTX *const *listener_tls, SSL_CTX *upstream_tls, char *err, size_t errlen)
+int worker_init(worker_t *w, unsigned n_workers, config_t *cfg, const worker_listen_t *listeners,
+                SSL_CTX *upstream_tls, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
-    w->cfg = cfg;
+    w->cfg = config_ref(cfg);
     w->notify_fd = -1;
     struct event_config *ec = event_config_new();
     /* Each base is touched by its own thread only. */
@@ -158,14 +245,9 @@ int worker_init(worker_t *w, unsigned n_workers, const config_t *cfg, const int 
         return -1;
     w->n_listeners = cfg->n_listeners;
     for (size_t i = 0; i < cfg->n_listeners; i++) {
-        worker_listener_t *l = &w->listeners[i];
-        l->fd = listen_fds[i];
-        l->w = w;
-        l->tls = listener_tls[i];
-        if (l->tls)
-            SSL_CTX_up_ref(l->tls);
-        event_assign(&l->ev, w->base, l->fd, EV_READ | EV_PERSIST, worker_on_accept, l);
-        event_add(&l->ev, NULL);
+        if (listeners[i].tls)
+            SSL_CTX_up_ref(listeners[i].tls);
+        worker_listener_add(w, i, listeners[i].id, listeners[i].fd, listeners[i].tls);
     }
     return 0;
 }
@@ -196,8 +278,8 @@ void worker_destroy(worker_t *w)
             close(w->listeners[i].fd);
         }
         SSL_CTX_free(w->listeners[i].tls);
-        SSL_CTX_free(atomic_exchange(&w->next_tls[i], NULL));
     }
+    worker_reload_free(atomic_exchange(&w->next_reload, NULL));
     exchange_ctx_destroy(&w->exchange);
     conn_set_destroy(&w->conns);
     held_table_destroy(&w->held);
@@ -212,4 +294,5 @@ void worker_destroy(worker_t *w)
     }
     if (w->base)
         event_base_free(w->base);
+    config_unref(w->cfg);
 }

@@ -118,7 +118,8 @@ static void recompute(verdict_ctl_t *ctl)
     v.since = same_run ? ctl->current.since : now.tv_sec;
     ctl->current = v;
     arm_override_timer(ctl, in.object, now);
-    if (!ctl->published || !verdict_equal(&v, &ctl->published->verdict))
+    if (!ctl->published || !verdict_equal(&v, &ctl->published->verdict) ||
+        ctl->published->mode != ctl->reject_mode)
         publish_current(ctl);
 }
 
@@ -206,6 +207,32 @@ int verdict_ctl_start(verdict_ctl_t *ctl, source_t *source)
         return -1;
     ctl->source = source;
     return source_start(source);
+}
+
+void verdict_ctl_reconfigure(verdict_ctl_t *ctl, const config_enforcement_t *cfg, reject_mode_t reject_mode)
+{
+    ctl->limits = cfg->limits;
+    ctl->policy = cfg->policy;
+    ctl->max_staleness_ms = cfg->max_staleness_ms;
+    ctl->reject_mode = reject_mode;
+    if (ctl->failing && !ctl->stale)
+        arm_stale_timer(ctl);
+    recompute(ctl);
+}
+
+int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source)
+{
+    if (!source)
+        return -1;
+    source_t *running = ctl->source;
+    ctl->source = source;
+    if (source_start(source) < 0) {
+        ctl->source = running;
+        source_free(source);
+        return -1;
+    }
+    source_free(running);
+    return 0;
 }
 
 void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o)

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "core/refcount.h"
 #include "verdict/snapshot.h"
 
 /* ---- rendering into one growing buffer, then one allocation */
@@ -214,14 +215,13 @@ gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode)
 
 gate_snapshot_t *gate_snapshot_ref(gate_snapshot_t *s)
 {
-    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    refcount_hold(&s->refs);
     return s;
 }
 
 void gate_snapshot_unref(gate_snapshot_t *s)
 {
-    /* acq_rel: the freeing thread must see every other holder's reads done. */
-    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+    if (s && refcount_drop(&s->refs))
         free(s);
 }
 

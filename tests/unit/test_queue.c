@@ -404,3 +404,34 @@ Test(queue, counts_match_a_model)
         check_list(model, (uint32_t)mlen);
     }
 }
+
+Test(queue, resize_up_grants_the_longest_waiters_at_once)
+{
+    slot_queue_init(&q, 1, N);
+    cr_assert(slot_take(&q));
+    wait_all(3);
+    slot_queue_resize(&q, 3, N);
+    cr_assert_eq(q.active, 3u);
+    cr_assert_eq(n_order, 2);
+    cr_assert_eq(order[0], 0);
+    cr_assert_eq(order[1], 1);
+    check_list((int[]){2}, 1);
+}
+
+Test(queue, resize_down_keeps_the_slots_in_use_and_the_waiters)
+{
+    slot_queue_init(&q, 3, 4);
+    for (int i = 0; i < 3; i++)
+        cr_assert(slot_take(&q));
+    wait_all(2);
+    slot_queue_resize(&q, 1, 1);
+    cr_assert_eq(q.active, 3u, "held slots are not taken back");
+    check_list((int[]){0, 1}, 2);
+    cr_assert_eq(slot_wait(&q, &ws[2].w, granted), -1, "a queue over its new max_len takes no one");
+    slot_release(&q);
+    slot_release(&q);
+    cr_assert_eq(n_order, 0, "no grant while over the new cap");
+    slot_release(&q);
+    cr_assert_eq(n_order, 1);
+    cr_assert_eq(order[0], 0);
+}

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/version.h"
 #include "source/controller.h"
 
 #define DEADLINE_MS 4000
@@ -286,4 +287,39 @@ Test(verdict_ctl, absent_is_not_found)
     start_with(300000);
     report(SOURCE_ABSENT, NULL);
     cr_expect_eq(last()->reason, REASON_NOT_FOUND);
+}
+
+Test(verdict_ctl, a_reload_republishes_for_a_new_mode_or_limit_only)
+{
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    cr_assert_eq(n_published, 2);
+    config_enforcement_t cfg = {.source = SOURCE_KIND_FILE, .max_staleness_ms = 300000};
+    verdict_limits_default(&cfg.limits);
+    verdict_policy_default(&cfg.policy);
+    verdict_ctl_reconfigure(ctl, &cfg, REJECT_HOLD);
+    cr_expect_eq(n_published, 2, "nothing changed, nothing published");
+    verdict_ctl_reconfigure(ctl, &cfg, REJECT_DENY);
+    cr_assert_eq(n_published, 3);
+    cr_expect_eq(published[2]->mode, REJECT_DENY);
+    cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW);
+    cr_assert_eq(version_parse_ocp("4.12.0", &cfg.limits.ocp), 0);
+    verdict_ctl_reconfigure(ctl, &cfg, REJECT_DENY);
+    cr_assert_eq(n_published, 4);
+    cr_expect(published[3]->admit, "4.12.0 meets a limit of 4.12.0");
+}
+
+Test(verdict_ctl, a_new_source_replaces_the_running_one_and_its_view_stays_until_it_reports)
+{
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    fake_source_t *next = calloc(1, sizeof *next);
+    source_init(&next->base, &fake_ops, base, verdict_ctl_on_source, ctl);
+    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
+    fake = next;   /* the old one is freed (ASan: no leak, no use after free) */
+    cr_expect(next->started);
+    cr_expect_eq(verdict_ctl_source(ctl), &next->base);
+    cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW, "the last view stays");
+    report(SOURCE_PRESENT, manual_ocp("7", "4.18.0"));
+    cr_expect_eq(last()->reason, REASON_COMPLIANT);
 }

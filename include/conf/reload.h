@@ -1,0 +1,42 @@
+/* reload: what a SIGHUP may change in a running gate, and what it did.
+ * The gate loads the new file beside the running configuration; these
+ * comparisons tell it which parts to rebuild (the upstream pool, the
+ * verdict source, a listener) and which change needs a restart. */
+#ifndef SKEWGATE_CONF_RELOAD_H
+#define SKEWGATE_CONF_RELOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "conf/config.h"
+
+/* A change a running gate cannot take: 0, or -1 with "KEY needs a
+ * restart (OLD -> NEW)" in why. workers (the threads and their sockets),
+ * the admin and metrics listeners, and the limits that size the workers'
+ * buffers (max_header_bytes, max_headers, max_uri_bytes). */
+int config_restart_needed(const config_t *old, const config_t *new, char *why, size_t len);
+
+/* The same listener: same address as written and the same TLS-ness; it
+ * keeps its sockets across a reload (its certificate reloads anyway). */
+bool config_listener_same(const config_listener_t *a, const config_listener_t *b);
+/* The same MCS to connect to, the same way (address, TLS, CA, name,
+ * verification): pooled connections stay usable. Pool sizes and
+ * timeouts may differ. */
+bool config_upstream_same_peer(const config_upstream_t *a, const config_upstream_t *b);
+/* The same verdict source (kind and every setting of that kind): the
+ * running source is kept. Limits, policies and staleness may differ. */
+bool config_source_same(const config_enforcement_t *a, const config_enforcement_t *b);
+
+/* The loaded configuration and the reloads so far (GET /config,
+ * skewgate_config_reloads_total). The main thread's, like its readers. */
+typedef struct config_reloads {
+    const char *path;           /* the file */
+    char sha256[65];            /* of the file as loaded last */
+    time_t loaded_at;           /* when it was (wall clock) */
+    uint64_t success, failure;
+    char last_error[2 * CONFIG_ERR_LEN];   /* "" unless the last reload was refused: "FILE[:LINE:COL]: why" */
+} config_reloads_t;
+
+#endif

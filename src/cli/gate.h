@@ -1,0 +1,59 @@
+/* gate: the running gate as the composition root holds it (private to
+ * src/cli/): cmd_run.c starts and stops it, gate_reload.c reloads it on
+ * SIGHUP. Everything here is the main thread's. */
+#ifndef SKEWGATE_CLI_GATE_H
+#define SKEWGATE_CLI_GATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <openssl/ssl.h>
+
+#include "admin/listener.h"
+#include "admin/metrics_listener.h"
+#include "conf/config.h"
+#include "conf/reload.h"
+#include "proxy/worker.h"
+#include "source/controller.h"
+#include "source/source.h"
+
+typedef struct gate {
+    config_t *cfg;              /* the configuration serving now (the main thread's reference) */
+    struct event_base *base;
+    worker_t *workers;
+    unsigned n_workers;
+    /* Per cfg->listeners[i]: its id (stable across reloads) and context. */
+    uint32_t listener_ids[CONFIG_MAX_LISTENERS];
+    uint32_t next_listener_id;
+    SSL_CTX *listener_tls[CONFIG_MAX_LISTENERS];
+    SSL_CTX *upstream_tls;
+    int *listen_fds;            /* n_workers x n_listeners, until the workers take them */
+    const held_table_t **held_tables;   /* every worker's, for each worker to read */
+    source_t *source;           /* until verdict_ctl_start takes it */
+    verdict_ctl_t *ctl;
+    admin_t *admin;
+    metrics_listener_t *metrics;
+    struct event *sig_term, *sig_int, *sig_hup;
+
+    /* Reloads: one at a time; each worker acknowledges on ack_fd. */
+    config_reloads_t reloads;
+    int ack_fd;
+    struct event *ack_ev;
+    unsigned acks_pending;
+    bool reload_again;          /* a SIGHUP came while one was under way */
+} gate_t;
+
+/* The verdict source cfg names, reporting to the gate's controller. NULL
+ * when out of memory. */
+source_t *gate_new_source(gate_t *g, const config_t *cfg);
+/* Logs a listener the gate now serves, with the port the kernel gave. */
+void gate_log_listening(const config_listener_t *lc, const struct sockaddr_storage *ss);
+
+/* Sets up what reloads need (the acknowledgement eventfd). 0 or -1. */
+int gate_reload_init(gate_t *g, char *err, size_t errlen);
+void gate_reload_free(gate_t *g);
+/* SIGHUP: loads g->cfg->path again and, if it passes `check --files` and
+ * changes nothing that needs a restart, serves it (see doc/internals.md,
+ * "A reload, through the files"); else logs why and changes nothing. */
+void gate_reload(gate_t *g);
+
+#endif

@@ -1,0 +1,241 @@
+/* gate_reload: SIGHUP. The new file is loaded beside the running
+ * configuration and everything that can fail is built first (checked
+ * files, TLS contexts, the sockets of added listeners, one message per
+ * worker, the new verdict source); only then is it committed, which
+ * cannot fail: the controller takes the new limits and reject mode, each
+ * worker gets its message and switches between two events, and the
+ * reload counts as done when every worker has acknowledged it. A refused
+ * reload leaves nothing changed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <event2/event.h>
+
+#include "cli/cmd.h"
+#include "core/log.h"
+#include "gate.h"
+#include "os/socket.h"
+#include "tls/tls.h"
+
+/* What a reload builds before it commits; all of it is undone on refusal. */
+typedef struct reload_plan {
+    config_t *cfg;
+    SSL_CTX *listener_tls[CONFIG_MAX_LISTENERS];
+    SSL_CTX *upstream_tls;
+    uint32_t ids[CONFIG_MAX_LISTENERS];
+    bool opened[CONFIG_MAX_LISTENERS];          /* a new listener: its sockets are in msgs */
+    struct sockaddr_storage bound[CONFIG_MAX_LISTENERS];
+    worker_reload_t **msgs;                     /* one per worker */
+    unsigned n_msgs;
+} reload_plan_t;
+
+static void plan_discard(reload_plan_t *p)
+{
+    for (unsigned w = 0; p->msgs && w < p->n_msgs; w++)
+        worker_reload_free(p->msgs[w]);
+    free(p->msgs);
+    for (size_t l = 0; l < CONFIG_MAX_LISTENERS; l++)
+        SSL_CTX_free(p->listener_tls[l]);
+    SSL_CTX_free(p->upstream_tls);
+    config_unref(p->cfg);
+}
+
+static int plan_tls(reload_plan_t *p, char *err, size_t errlen)
+{
+    const config_t *cfg = p->cfg;
+    for (size_t l = 0; l < cfg->n_listeners; l++)
+        if (cfg->listeners[l].tls.enabled &&
+            !(p->listener_tls[l] = tls_server_ctx_new(&cfg->listeners[l].tls, err, errlen)))
+            return -1;
+    if (cfg->upstream.tls && !(p->upstream_tls = tls_client_ctx_new(&cfg->upstream, err, errlen)))
+        return -1;
+    return 0;
+}
+
+/* One message per worker, its sockets -1 (kept) until a new listener's
+ * are opened into them. */
+static int plan_messages(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
+{
+    p->msgs = calloc(g->n_workers, sizeof *p->msgs);
+    if (!p->msgs)
+        goto oom;
+    for (unsigned w = 0; w < g->n_workers; w++) {
+        worker_reload_t *r = calloc(1, sizeof *r);
+        if (!r)
+            goto oom;
+        p->msgs[p->n_msgs++] = r;
+        r->cfg = config_ref(p->cfg);
+        r->ack_fd = g->ack_fd;
+        r->new_upstream_peer = !config_upstream_same_peer(&g->cfg->upstream, &p->cfg->upstream);
+        if (p->upstream_tls && SSL_CTX_up_ref(p->upstream_tls))
+            r->upstream_tls = p->upstream_tls;
+        for (size_t l = 0; l < p->cfg->n_listeners; l++) {
+            r->listeners[l].fd = -1;
+            if (p->listener_tls[l] && SSL_CTX_up_ref(p->listener_tls[l]))
+                r->listeners[l].tls = p->listener_tls[l];
+        }
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+/* A listener with the address and TLS-ness of a running one keeps that
+ * one's id (the workers keep its sockets); any other is opened now, one
+ * SO_REUSEPORT socket per worker. */
+static int plan_listeners(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
+{
+    bool taken[CONFIG_MAX_LISTENERS] = {false};
+    for (size_t l = 0; l < p->cfg->n_listeners; l++) {
+        const config_listener_t *lc = &p->cfg->listeners[l];
+        size_t k = 0;
+        while (k < g->cfg->n_listeners && (taken[k] || !config_listener_same(&g->cfg->listeners[k], lc)))
+            k++;
+        if (k < g->cfg->n_listeners) {
+            taken[k] = true;
+            p->ids[l] = g->listener_ids[k];
+            continue;
+        }
+        p->ids[l] = g->next_listener_id++;
+        p->opened[l] = true;
+        p->bound[l] = lc->addr.ss;
+        for (unsigned w = 0; w < g->n_workers; w++) {
+            char why[256];
+            int fd = socket_listen(&p->bound[l], lc->addr.len, why, sizeof why);
+            if (fd < 0) {
+                snprintf(err, errlen, "listener %s: %s", lc->addr.text, why);
+                return -1;
+            }
+            p->msgs[w]->listeners[l].fd = fd;
+        }
+    }
+    for (unsigned w = 0; w < g->n_workers; w++)
+        for (size_t l = 0; l < p->cfg->n_listeners; l++)
+            p->msgs[w]->listeners[l].id = p->ids[l];
+    return 0;
+}
+
+/* Last of the steps that may fail: a new source reports to the
+ * controller as soon as it starts. */
+static int plan_source(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
+{
+    if (config_source_same(&g->cfg->enforcement, &p->cfg->enforcement))
+        return 0;
+    if (verdict_ctl_replace_source(g->ctl, gate_new_source(g, p->cfg)) < 0) {
+        snprintf(err, errlen, "enforcement: the new verdict source did not start");
+        return -1;
+    }
+    log_msg(LOG_INFO, "reload", "verdict source now %s", source_kind(verdict_ctl_source(g->ctl)));
+    return 0;
+}
+
+static void reload_refused(gate_t *g, const char *why)
+{
+    g->reloads.failure++;
+    snprintf(g->reloads.last_error, sizeof g->reloads.last_error, "%s", why);
+    log_msg(LOG_ERROR, "reload", "refused, the running configuration keeps serving: %s", why);
+}
+
+/* Cannot fail: from here on the new configuration is the gate's. */
+static void reload_commit(gate_t *g, reload_plan_t *p)
+{
+    verdict_ctl_reconfigure(g->ctl, &p->cfg->enforcement, p->cfg->gate.reject_mode);
+    log_set_level(p->cfg->log.level);
+    g->acks_pending = g->n_workers;
+    for (unsigned w = 0; w < g->n_workers; w++) {
+        worker_publish_reload(&g->workers[w], p->msgs[w]);
+        p->msgs[w] = NULL;
+    }
+    for (size_t l = 0; l < CONFIG_MAX_LISTENERS; l++) {
+        SSL_CTX_free(g->listener_tls[l]);
+        g->listener_tls[l] = p->listener_tls[l];
+        p->listener_tls[l] = NULL;
+        g->listener_ids[l] = p->ids[l];
+    }
+    SSL_CTX_free(g->upstream_tls);
+    g->upstream_tls = p->upstream_tls;
+    p->upstream_tls = NULL;
+    for (size_t l = 0; l < p->cfg->n_listeners; l++)
+        if (p->opened[l])
+            gate_log_listening(&p->cfg->listeners[l], &p->bound[l]);
+    config_unref(g->cfg);
+    g->cfg = p->cfg;
+    p->cfg = NULL;
+    plan_discard(p);
+}
+
+void gate_reload(gate_t *g)
+{
+    if (g->acks_pending) {
+        /* The workers' listener sockets are only known once they took the
+         * last reload, so the next one waits for it. */
+        g->reload_again = true;
+        return;
+    }
+    char err[CONFIG_ERR_LEN];
+    reload_plan_t p = {0};
+    p.cfg = config_load(g->reloads.path, err, sizeof err);
+    if (!p.cfg || check_config_files(p.cfg, err, sizeof err) < 0 ||
+        config_restart_needed(g->cfg, p.cfg, err, sizeof err) < 0 || plan_tls(&p, err, sizeof err) < 0 ||
+        plan_messages(g, &p, err, sizeof err) < 0 || plan_listeners(g, &p, err, sizeof err) < 0 ||
+        plan_source(g, &p, err, sizeof err) < 0) {
+        /* config_load names the file:line:column itself; the later steps
+         * are named after the file too. */
+        char named[2 * CONFIG_ERR_LEN];
+        bool unnamed = p.cfg && strncmp(err, p.cfg->path, strlen(p.cfg->path));
+        snprintf(named, sizeof named, "%s%s%s", unnamed ? p.cfg->path : "", unnamed ? ": " : "", err);
+        plan_discard(&p);
+        reload_refused(g, named);
+        return;
+    }
+    reload_commit(g, &p);
+}
+
+/* Every worker serves the new configuration: the reload is done. */
+static void reload_on_ack(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    gate_t *g = arg;
+    uint64_t n = 0;
+    if (read(fd, &n, sizeof n) != (ssize_t)sizeof n)
+        return;
+    g->acks_pending = n >= g->acks_pending ? 0 : g->acks_pending - (unsigned)n;
+    if (g->acks_pending)
+        return;
+    g->reloads.success++;
+    g->reloads.loaded_at = time(NULL);
+    g->reloads.last_error[0] = '\0';
+    snprintf(g->reloads.sha256, sizeof g->reloads.sha256, "%s", g->cfg->sha256);
+    log_json(LOG_INFO, "reload",
+             json_pack("{s:s, s:s, s:s, s:i}", "msg", "configuration reloaded: every worker serves it", "path",
+                       g->reloads.path, "sha256", g->reloads.sha256, "listeners", (int)g->cfg->n_listeners));
+    if (g->reload_again) {
+        g->reload_again = false;
+        gate_reload(g);
+    }
+}
+
+int gate_reload_init(gate_t *g, char *err, size_t errlen)
+{
+    g->ack_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (g->ack_fd < 0 || !(g->ack_ev = event_new(g->base, g->ack_fd, EV_READ | EV_PERSIST, reload_on_ack, g)) ||
+        event_add(g->ack_ev, NULL) < 0) {
+        snprintf(err, errlen, "reload: cannot make its eventfd");
+        return -1;
+    }
+    return 0;
+}
+
+void gate_reload_free(gate_t *g)
+{
+    if (g->ack_ev)
+        event_free(g->ack_ev);
+    g->ack_ev = NULL;
+    if (g->ack_fd >= 0)
+        close(g->ack_fd);
+    g->ack_fd = -1;
+}

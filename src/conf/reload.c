@@ -1,0 +1,87 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "conf/reload.h"
+
+static bool same_text(const char *a, const char *b)
+{
+    if (!a || !b)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+static bool same_addr(const config_addr_t *a, const config_addr_t *b)
+{
+    return a->len == b->len && memcmp(&a->ss, &b->ss, a->len) == 0;
+}
+
+int config_restart_needed(const config_t *old, const config_t *new, char *why, size_t len)
+{
+    /* Each row: the key, and the old and new values as text. */
+    struct {
+        const char *key;
+        char was[160], now[160];
+    } rows[] = {
+        {"workers", "", ""},
+        {"limits.max_header_bytes", "", ""},
+        {"limits.max_headers", "", ""},
+        {"limits.max_uri_bytes", "", ""},
+        {"admin", "", ""},
+        {"metrics", "", ""},
+        /* The admin API's unix socket and credential are opened at start,
+         * the held tables sized and timed when the workers start. */
+        {"admin.socket", "", ""},
+        {"admin.token_file", "", ""},
+        {"held.max_clients", "", ""},
+        {"held.forget_after", "", ""},
+    };
+    snprintf(rows[0].was, sizeof rows[0].was, "%u", old->workers);
+    snprintf(rows[0].now, sizeof rows[0].now, "%u", new->workers);
+    snprintf(rows[1].was, sizeof rows[1].was, "%u", old->limits.max_header_bytes);
+    snprintf(rows[1].now, sizeof rows[1].now, "%u", new->limits.max_header_bytes);
+    snprintf(rows[2].was, sizeof rows[2].was, "%u", old->limits.max_headers);
+    snprintf(rows[2].now, sizeof rows[2].now, "%u", new->limits.max_headers);
+    snprintf(rows[3].was, sizeof rows[3].was, "%u", old->limits.max_uri_bytes);
+    snprintf(rows[3].now, sizeof rows[3].now, "%u", new->limits.max_uri_bytes);
+    snprintf(rows[4].was, sizeof rows[4].was, "%s", old->admin.enabled ? old->admin.addr.text : "disabled");
+    snprintf(rows[4].now, sizeof rows[4].now, "%s", new->admin.enabled ? new->admin.addr.text : "disabled");
+    snprintf(rows[5].was, sizeof rows[5].was, "%s", old->metrics.enabled ? old->metrics.addr.text : "disabled");
+    snprintf(rows[5].now, sizeof rows[5].now, "%s", new->metrics.enabled ? new->metrics.addr.text : "disabled");
+    snprintf(rows[6].was, sizeof rows[6].was, "%s", old->admin.socket ? old->admin.socket : "none");
+    snprintf(rows[6].now, sizeof rows[6].now, "%s", new->admin.socket ? new->admin.socket : "none");
+    snprintf(rows[7].was, sizeof rows[7].was, "%s", old->admin.token_file ? old->admin.token_file : "none");
+    snprintf(rows[7].now, sizeof rows[7].now, "%s", new->admin.token_file ? new->admin.token_file : "none");
+    snprintf(rows[8].was, sizeof rows[8].was, "%u", old->held.max_clients);
+    snprintf(rows[8].now, sizeof rows[8].now, "%u", new->held.max_clients);
+    snprintf(rows[9].was, sizeof rows[9].was, "%llums", (unsigned long long)old->held.forget_after_ms);
+    snprintf(rows[9].now, sizeof rows[9].now, "%llums", (unsigned long long)new->held.forget_after_ms);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (strcmp(rows[i].was, rows[i].now)) {
+            snprintf(why, len, "%s needs a restart (%s -> %s)", rows[i].key, rows[i].was, rows[i].now);
+            return -1;
+        }
+    return 0;
+}
+
+bool config_listener_same(const config_listener_t *a, const config_listener_t *b)
+{
+    return strcmp(a->addr.text, b->addr.text) == 0 && a->tls.enabled == b->tls.enabled;
+}
+
+bool config_upstream_same_peer(const config_upstream_t *a, const config_upstream_t *b)
+{
+    return same_addr(&a->addr, &b->addr) && a->tls == b->tls && same_text(a->ca_file, b->ca_file) &&
+           same_text(a->server_name, b->server_name) && a->insecure_skip_verify == b->insecure_skip_verify;
+}
+
+bool config_source_same(const config_enforcement_t *a, const config_enforcement_t *b)
+{
+    if (a->source != b->source)
+        return false;
+    if (a->source == SOURCE_KIND_FILE)
+        return same_text(a->file.path, b->file.path) && a->file.poll_interval_ms == b->file.poll_interval_ms;
+    const config_source_kube_t *x = &a->kubernetes, *y = &b->kubernetes;
+    return same_text(x->server, y->server) && same_text(x->ca_file, y->ca_file) &&
+           same_text(x->token_file, y->token_file) && x->insecure_skip_tls_verify == y->insecure_skip_tls_verify &&
+           same_text(x->name, y->name) && x->watch_timeout_ms == y->watch_timeout_ms;
+}

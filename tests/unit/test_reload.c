@@ -1,0 +1,113 @@
+/* conf/reload: what a SIGHUP may change and how the gate tells what changed. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conf/reload.h"
+
+static config_t *parse(const char *text)
+{
+    char err[CONFIG_ERR_LEN];
+    config_t *cfg = config_parse(text, strlen(text), "t.yaml", err, sizeof err);
+    cr_assert_not_null(cfg, "%s", err);
+    return cfg;
+}
+
+#define BASE "workers: 2\nlisteners:\n  - address: \"127.0.0.1:0\"\n"
+
+static void expect_restart(const char *extra_old, const char *extra_new, const char *why)
+{
+    char a[512], b[512], got[256] = "";
+    snprintf(a, sizeof a, "%s%s", BASE, extra_old);
+    snprintf(b, sizeof b, "%s%s", BASE, extra_new);
+    config_t *old = parse(a), *new = parse(b);
+    int rc = config_restart_needed(old, new, got, sizeof got);
+    if (why) {
+        cr_expect_eq(rc, -1, "not refused: %s", why);
+        cr_expect_str_eq(got, why);
+    } else {
+        cr_expect_eq(rc, 0, "refused: %s", got);
+    }
+    config_unref(old);
+    config_unref(new);
+}
+
+Test(reload, restart_only_keys_are_named_with_both_values)
+{
+    expect_restart("", "", NULL);
+    expect_restart("limits:\n  idle_timeout: 5s\n", "limits:\n  idle_timeout: 9s\n", NULL);
+    expect_restart("reject:\n  mode: hold\n", "reject:\n  mode: deny\n", NULL);
+    expect_restart("", "limits:\n  max_header_bytes: 32KiB\n",
+                   "limits.max_header_bytes needs a restart (16384 -> 32768)");
+    expect_restart("", "limits:\n  max_headers: 50\n", "limits.max_headers needs a restart (100 -> 50)");
+    expect_restart("", "admin:\n  address: \"127.0.0.1:9999\"\n",
+                   "admin needs a restart (127.0.0.1:22625 -> 127.0.0.1:9999)");
+    expect_restart("", "admin:\n  socket: /run/skewgate/admin.sock\n",
+                   "admin.socket needs a restart (none -> /run/skewgate/admin.sock)");
+    expect_restart("", "admin:\n  token_file: /etc/skewgate/admin.token\n",
+                   "admin.token_file needs a restart (none -> /etc/skewgate/admin.token)");
+    expect_restart("", "held:\n  max_clients: 8\n", "held.max_clients needs a restart (4096 -> 8)");
+    expect_restart("", "held:\n  forget_after: 1m\n", "held.forget_after needs a restart (900000ms -> 60000ms)");
+    expect_restart("", "metrics:\n  enabled: true\n", "metrics needs a restart (disabled -> 127.0.0.1:22646)");
+    char two[512];
+    snprintf(two, sizeof two, "%s", BASE);
+    config_t *old = parse(two);
+    two[strlen("workers: ")] = '3';
+    config_t *new = parse(two);
+    char got[256];
+    cr_expect_eq(config_restart_needed(old, new, got, sizeof got), -1);
+    cr_expect_str_eq(got, "workers needs a restart (2 -> 3)");
+    config_unref(old);
+    config_unref(new);
+}
+
+Test(reload, a_listener_is_the_same_by_address_as_written_and_tls)
+{
+    config_listener_t a = {0}, b = {0};
+    snprintf(a.addr.text, sizeof a.addr.text, "127.0.0.1:0");
+    b = a;
+    cr_expect(config_listener_same(&a, &b));
+    b.tls.enabled = true;
+    cr_expect_not(config_listener_same(&a, &b), "plain and TLS on one address are two listeners");
+    b = a;
+    snprintf(b.addr.text, sizeof b.addr.text, "127.0.0.1:1");
+    cr_expect_not(config_listener_same(&a, &b));
+}
+
+Test(reload, upstream_peer_ignores_pool_sizes_and_timeouts)
+{
+    config_t *a = parse(BASE "upstream:\n  address: \"127.0.0.1:7000\"\n  max_idle: 4\n");
+    config_t *b = parse(BASE "upstream:\n  address: \"127.0.0.1:7000\"\n  max_idle: 8\n  connect_timeout: 1s\n");
+    config_t *c = parse(BASE "upstream:\n  address: \"127.0.0.1:7001\"\n");
+    cr_expect(config_upstream_same_peer(&a->upstream, &b->upstream));
+    cr_expect_not(config_upstream_same_peer(&a->upstream, &c->upstream));
+    config_unref(a);
+    config_unref(b);
+    config_unref(c);
+}
+
+Test(reload, source_changes_by_kind_and_settings_not_by_limits)
+{
+    config_t *a = parse(BASE "enforcement:\n  source: file\n  file:\n    path: /a.yaml\n");
+    config_t *b = parse(BASE "enforcement:\n  source: file\n  file:\n    path: /a.yaml\n"
+                             "  max_staleness: 1m\n  when_unknown: reject\n");
+    config_t *c = parse(BASE "enforcement:\n  source: file\n  file:\n    path: /b.yaml\n");
+    config_t *k = parse(BASE "enforcement:\n  source: kubernetes\n  kubernetes:\n    server: https://127.0.0.1:6443\n");
+    cr_expect(config_source_same(&a->enforcement, &b->enforcement));
+    cr_expect_not(config_source_same(&a->enforcement, &c->enforcement));
+    cr_expect_not(config_source_same(&a->enforcement, &k->enforcement));
+    config_unref(a);
+    config_unref(b);
+    config_unref(c);
+    config_unref(k);
+}
+
+Test(reload, a_configuration_lives_until_its_last_holder_lets_go)
+{
+    config_t *cfg = parse(BASE);
+    cr_expect_eq(config_ref(cfg), cfg);
+    config_unref(cfg);
+    cr_expect_eq(atomic_load(&cfg->refs), 1u);
+    config_unref(cfg);   /* freed: ASan would see a leak or a double free otherwise */
+    config_unref(NULL);
+}
