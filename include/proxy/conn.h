@@ -29,6 +29,7 @@ typedef enum {
 } conn_deadline_t;
 
 typedef enum {
+    CONN_PROXY_HEADER,  /* a PROXY protocol listener: its header comes first, before TLS */
     CONN_HANDSHAKE,
     CONN_READ_HEAD,
     CONN_WRITE_LOCAL,   /* a response of our own is being written */
@@ -74,7 +75,8 @@ typedef struct conn {
     bool write_waiting;     /* wev added */
     bool read_on;           /* rev added */
     bool processing;        /* inside conn_process_input */
-    struct sockaddr_storage peer;
+    bool proxy_untrusted;   /* PROXY listener, peer outside trusted_proxies: refused once its header is read */
+    struct sockaddr_storage peer;   /* the client: the PROXY header's source, else the socket's peer */
     socklen_t peer_len;
 
     /* Request head(s) as read; requests are consumed from the front. */
@@ -92,7 +94,9 @@ typedef struct conn {
     request_log_t log;
 } conn_t;
 
-void conn_accept(struct worker *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx);
+/* lc: the listener's configuration (its PROXY protocol settings). */
+void conn_accept(struct worker *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx,
+                 const config_listener_t *lc);
 void conn_close(conn_t *c);
 /* Stopping: closes the connections that sit between requests. */
 void conn_close_idle(conn_set_t *s);

@@ -47,6 +47,7 @@ typedef struct metrics_worker {
     metrics_counter_t upstream_errors[METRICS_N_UPSTREAM_ERRORS];
     metrics_counter_t open_tls, open_plain;     /* gauges */
     metrics_counter_t accepted, refused_over_limit;
+    metrics_counter_t admission_rejects[ADMISSION__RESULTS];   /* [ADMISSION_PASS] unused */
 } metrics_worker_t;
 
 /* Owner-only increment: a plain load and store, yet a data race for no one. */
@@ -74,6 +75,11 @@ static inline void metrics_conn_closed(metrics_worker_t *m, bool tls)
 static inline void metrics_upstream_error(metrics_worker_t *m, metrics_upstream_error_t kind)
 {
     metrics_add(&m->upstream_errors[kind], 1);
+}
+
+static inline void metrics_admission_reject(metrics_worker_t *m, admission_result_t r)
+{
+    metrics_add(&m->admission_rejects[r], 1);
 }
 
 /* One finished request; pool is "" for ungated paths. */

@@ -18,12 +18,14 @@
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
 #include "proxy/metrics.h"
+#include "proxy/token_set.h"
 #include "verdict/snapshot.h"
 
 typedef struct worker_listener {
     int fd;
     struct event ev;
     SSL_CTX *tls;               /* NULL: plain */
+    const config_listener_t *cfg;   /* proxy_protocol, trusted_proxies */
     struct worker *w;
 } worker_listener_t;
 
@@ -31,6 +33,7 @@ enum {
     WORKER_CMD_SNAPSHOT = 1u << 0,
     WORKER_CMD_STOP = 1u << 1,
     WORKER_CMD_TLS = 1u << 2,
+    WORKER_CMD_TOKENS = 1u << 3,
 };
 
 typedef struct worker {
@@ -47,6 +50,8 @@ typedef struct worker {
     _Atomic(gate_snapshot_t *) next_snapshot;
     SSL_CTX *_Atomic next_tls[CONFIG_MAX_LISTENERS];
     gate_snapshot_t *snapshot;      /* read on every request; this thread only */
+    _Atomic(token_set_t *) next_tokens;
+    token_set_t *tokens;            /* admission.token's accepted tokens; NULL: the policy is off */
 
     /* Each module's own per-thread state. */
     conn_set_t conns;               /* conn.c */
@@ -70,6 +75,7 @@ void worker_destroy(worker_t *w);
 /* Main thread -> worker: hands over a reference. */
 void worker_publish_snapshot(worker_t *w, gate_snapshot_t *snap);
 void worker_publish_tls(worker_t *w, size_t listener, SSL_CTX *ctx);
+void worker_publish_tokens(worker_t *w, token_set_t *set);
 void worker_stop(worker_t *w);
 
 #endif

@@ -6,6 +6,7 @@
 #include <openssl/ssl.h>
 
 #include "readers.h"
+#include "core/cidr.h"
 #include "core/text.h"
 #include "core/version.h"
 
@@ -219,4 +220,53 @@ int conf_read_groups(loader_t *ld, const ynode_t *node, const field_t *f, void *
 {
     (void)f;
     return read_tls_list(ld, node, dst, &group_list);
+}
+
+int conf_read_trusted_proxies(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    config_listener_t *l = dst;
+    if (node->kind != YNODE_SEQ)
+        return schema_fail_expected(ld, node, "a list of CIDRs, such as [\"10.0.0.0/16\"]");
+    if (node->n == 0)
+        return schema_fail(ld, node, ld->path, "at least one CIDR is required (the load balancers' addresses)");
+    if (node->n > CONFIG_MAX_TRUSTED_PROXIES)
+        return schema_fail(ld, node->items[CONFIG_MAX_TRUSTED_PROXIES], ld->path, "at most %d CIDRs",
+                           CONFIG_MAX_TRUSTED_PROXIES);
+    for (size_t i = 0; i < node->n; i++) {
+        size_t saved = schema_path_push_index(ld, i);
+        const char *s = schema_string_text(ld, node->items[i]);
+        const char *why;
+        if (!s)
+            return -1;
+        if (cidr_parse(s, &l->trusted_proxies[i], &why) < 0)
+            return schema_fail(ld, node->items[i], ld->path, "\"%s\": %s", s, why);
+        schema_path_pop(ld, saved);
+    }
+    l->n_trusted_proxies = node->n;
+    return 0;
+}
+
+int conf_read_token_files(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    config_admission_token_t *t = dst;
+    if (node->kind != YNODE_SEQ)
+        return schema_fail_expected(ld, node, "a list of token files");
+    if (node->n == 0)
+        return schema_fail(ld, node, ld->path, "at least one token file is required (remove admission.token to turn the policy off)");
+    if (node->n > CONFIG_MAX_TOKEN_FILES)
+        return schema_fail(ld, node->items[CONFIG_MAX_TOKEN_FILES], ld->path, "at most %d token files",
+                           CONFIG_MAX_TOKEN_FILES);
+    for (size_t i = 0; i < node->n; i++) {
+        size_t saved = schema_path_push_index(ld, i);
+        t->n_files = i + 1;     /* from here on config_free owns the path */
+        if (schema_place(ld, node->items[i]) < 0 || schema_read_path(ld, node->items[i], f, &t->files[i]) < 0)
+            return -1;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(t->files[j], t->files[i]))
+                return schema_fail(ld, node->items[i], ld->path, "\"%s\" is already admission.token.files[%zu]",
+                                   t->files[i], j);
+        schema_path_pop(ld, saved);
+    }
+    return 0;
 }

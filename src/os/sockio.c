@@ -153,6 +153,27 @@ ssize_t sockio_read(sockio_t *io, void *buf, size_t len)
     }
 }
 
+ssize_t sockio_recv_plain(sockio_t *io, void *buf, size_t len, bool peek)
+{
+    for (;;) {
+        ssize_t n = recv(io->fd, buf, len, peek ? MSG_PEEK : 0);
+        if (n >= 0)
+            return n;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN ? SOCKIO_WANT_READ : SOCKIO_ERROR;
+    }
+}
+
+void sockio_drop_ssl(sockio_t *io)
+{
+    if (!io->ssl)
+        return;
+    SSL_free(io->ssl);
+    io->ssl = NULL;
+    ERR_clear_error();
+}
+
 ssize_t sockio_write(sockio_t *io, const void *buf, size_t len, unsigned flags)
 {
     int more = flags & SOCKIO_MORE ? MSG_MORE : 0;

@@ -40,7 +40,7 @@ static void worker_on_accept(evutil_socket_t fd, short what, void *arg)
             close(cfd);
             continue;
         }
-        conn_accept(w, cfd, (struct sockaddr *)&peer, plen, l->tls);
+        conn_accept(w, cfd, (struct sockaddr *)&peer, plen, l->tls, l->cfg);
     }
 }
 
@@ -90,6 +90,14 @@ static void worker_on_notify(evutil_socket_t fd, short what, void *arg)
             }
         }
     }
+    if (cmds & WORKER_CMD_TOKENS) {
+        token_set_t *set = atomic_exchange(&w->next_tokens, NULL);
+        if (set) {
+            /* Requests judge synchronously: none holds the old set now. */
+            token_set_unref(w->tokens);
+            w->tokens = set;
+        }
+    }
     if (cmds & WORKER_CMD_STOP)
         worker_stop_now(w);
 }
@@ -116,6 +124,12 @@ void worker_publish_tls(worker_t *w, size_t listener, SSL_CTX *ctx)
     if (old)
         SSL_CTX_free(old);
     worker_notify(w, WORKER_CMD_TLS);
+}
+
+void worker_publish_tokens(worker_t *w, token_set_t *set)
+{
+    token_set_unref(atomic_exchange(&w->next_tokens, set));
+    worker_notify(w, WORKER_CMD_TOKENS);
 }
 
 void worker_stop(worker_t *w)
@@ -155,6 +169,7 @@ int worker_init(worker_t *w, unsigned n_workers, const config_t *cfg, const int 
         l->fd = listen_fds[i];
         l->w = w;
         l->tls = listener_tls[i];
+        l->cfg = &cfg->listeners[i];
         if (l->tls)
             SSL_CTX_up_ref(l->tls);
         event_assign(&l->ev, w->base, l->fd, EV_READ | EV_PERSIST, worker_on_accept, l);
@@ -195,6 +210,8 @@ void worker_destroy(worker_t *w)
     conn_set_destroy(&w->conns);
     if (w->snapshot)
         gate_snapshot_unref(w->snapshot);
+    token_set_unref(w->tokens);
+    token_set_unref(atomic_exchange(&w->next_tokens, NULL));
     gate_snapshot_t *pending = atomic_exchange(&w->next_snapshot, NULL);
     if (pending)
         gate_snapshot_unref(pending);
