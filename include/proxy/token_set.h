@@ -15,10 +15,11 @@
  * 32 is 64); the bound keeps the constant-time compare at 256 bytes per
  * accepted token. */
 #define TOKEN_MAX 256
+#define TOKEN_WORDS (TOKEN_MAX / 8)
 
 typedef struct token_entry {
-    uint32_t len;
-    unsigned char value[TOKEN_MAX];     /* zero past len */
+    uint64_t len;
+    uint64_t words[TOKEN_WORDS];        /* the token's bytes, zero past len */
 } token_entry_t;
 
 typedef struct token_set {
@@ -38,9 +39,9 @@ void token_set_unref(token_set_t *s);
 
 /* Is tok[0..len) one of the set's? Constant time in the token and in the
  * accepted ones: every accepted token is compared over all TOKEN_MAX bytes
- * (CRYPTO_memcmp) with the lengths folded in, so neither a prefix nor a
- * length is learnt from timing. Longer than TOKEN_MAX: false at once,
- * which says nothing about the accepted tokens. */
+ * with the lengths folded in and no branch on their contents, so neither
+ * a prefix nor a length is learnt from timing. Longer than TOKEN_MAX:
+ * false at once, which says nothing about the accepted tokens. */
 bool token_set_contains(const token_set_t *s, const char *tok, size_t len);
 
 #endif
