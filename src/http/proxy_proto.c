@@ -92,6 +92,24 @@ static int v1_parse(const unsigned char *buf, size_t len, proxy_hdr_t *out)
     return (int)line_len;
 }
 
+/* One end of a v2 INET (1) or INET6 (2) address block: the IP and the
+ * port at their places, both in network order as the socket wants them. */
+static void v2_addr(struct sockaddr_storage *ss, unsigned family, const unsigned char *ip, const unsigned char *port)
+{
+    memset(ss, 0, sizeof *ss);
+    if (family == 1) {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+        in->sin_family = AF_INET;
+        memcpy(&in->sin_addr, ip, 4);
+        memcpy(&in->sin_port, port, 2);
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+        in6->sin6_family = AF_INET6;
+        memcpy(&in6->sin6_addr, ip, 16);
+        memcpy(&in6->sin6_port, port, 2);
+    }
+}
+
 static int v2_parse(const unsigned char *buf, size_t len, proxy_hdr_t *out)
 {
     if (len < 16)
@@ -114,24 +132,12 @@ static int v2_parse(const unsigned char *buf, size_t len, proxy_hdr_t *out)
         return (int)total;
     if (transport != 1)
         return -1;              /* a PROXY of a datagram flow on a stream */
+    /* src address, dst address, src port, dst port */
+    size_t alen = family == 1 ? 4 : 16;
     const unsigned char *a = buf + 16;
-    if (family == 1) {
-        struct sockaddr_in *src = (struct sockaddr_in *)&out->src, *dst = (struct sockaddr_in *)&out->dst;
-        src->sin_family = dst->sin_family = AF_INET;
-        memcpy(&src->sin_addr, a, 4);
-        memcpy(&dst->sin_addr, a + 4, 4);
-        memcpy(&src->sin_port, a + 8, 2);
-        memcpy(&dst->sin_port, a + 10, 2);
-        out->addr_len = sizeof(struct sockaddr_in);
-    } else {
-        struct sockaddr_in6 *src = (struct sockaddr_in6 *)&out->src, *dst = (struct sockaddr_in6 *)&out->dst;
-        src->sin6_family = dst->sin6_family = AF_INET6;
-        memcpy(&src->sin6_addr, a, 16);
-        memcpy(&dst->sin6_addr, a + 16, 16);
-        memcpy(&src->sin6_port, a + 32, 2);
-        memcpy(&dst->sin6_port, a + 34, 2);
-        out->addr_len = sizeof(struct sockaddr_in6);
-    }
+    v2_addr(&out->src, family, a, a + 2 * alen);
+    v2_addr(&out->dst, family, a + alen, a + 2 * alen + 2);
+    out->addr_len = family == 1 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
     out->has_addr = true;
     return (int)total;
 }

@@ -135,24 +135,6 @@ static ssize_t sockio_ssl_result(SSL *ssl, int ret)
     }
 }
 
-ssize_t sockio_read(sockio_t *io, void *buf, size_t len)
-{
-    if (io->ssl) {
-        size_t got = 0;
-        sockio_drop_stale_errors();
-        int ret = SSL_read_ex(io->ssl, buf, len, &got);
-        return ret > 0 ? (ssize_t)got : sockio_ssl_result(io->ssl, ret);
-    }
-    for (;;) {
-        ssize_t n = read(io->fd, buf, len);
-        if (n >= 0)
-            return n;
-        if (errno == EINTR)
-            continue;
-        return errno == EAGAIN ? SOCKIO_WANT_READ : SOCKIO_ERROR;
-    }
-}
-
 ssize_t sockio_recv_plain(sockio_t *io, void *buf, size_t len, bool peek)
 {
     for (;;) {
@@ -163,6 +145,17 @@ ssize_t sockio_recv_plain(sockio_t *io, void *buf, size_t len, bool peek)
             continue;
         return errno == EAGAIN ? SOCKIO_WANT_READ : SOCKIO_ERROR;
     }
+}
+
+ssize_t sockio_read(sockio_t *io, void *buf, size_t len)
+{
+    if (io->ssl) {
+        size_t got = 0;
+        sockio_drop_stale_errors();
+        int ret = SSL_read_ex(io->ssl, buf, len, &got);
+        return ret > 0 ? (ssize_t)got : sockio_ssl_result(io->ssl, ret);
+    }
+    return sockio_recv_plain(io, buf, len, false);
 }
 
 void sockio_drop_ssl(sockio_t *io)
