@@ -3,6 +3,10 @@
 # request, measured with callgrind: one worker, one keep-alive client doing
 # N and then 10N held (503) requests; (Ir(10N) - Ir(N)) / 9N cancels start-up
 # and shutdown. Compare two builds to see what a change costs per request.
+# GATE_EXTRA (YAML) is appended to the gate's config and CURL_HEADER (one
+# "Name: value" line) sent with every request: an admission policy on, say:
+#   GATE_EXTRA=$'admission:\n  token:\n    files: [/tmp/t]' \
+#   CURL_HEADER="Authorization: Bearer $(cat /tmp/t)" tools/callgrind-per-request.sh build/skewgate
 set -euo pipefail
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); n=${2:-2000}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +27,10 @@ admin:
   enabled: false
 log:
   access: false
+${GATE_EXTRA:-}
 YAML
+curl_args=()
+[ -z "${CURL_HEADER:-}" ] || curl_args=(-H "$CURL_HEADER")
 # total_ir COUNT: the gate's instructions for COUNT requests, start to stop.
 total_ir() {
   local out="$tmp/cg.$1" log="$tmp/log.$1" port pid i
@@ -35,7 +42,7 @@ total_ir() {
     sleep 0.05
   done
   [ -n "$port" ] || { cat "$log" >&2; exit 1; }
-  curl -s -o /dev/null "http://127.0.0.1:$port/config/worker?[1-$1]"
+  curl -s -o /dev/null ${curl_args[@]+"${curl_args[@]}"} "http://127.0.0.1:$port/config/worker?[1-$1]"
   kill -TERM "$pid"
   wait "$pid" || true
   sed -n 's/^totals: \([0-9]*\).*/\1/p' "$out"

@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential pkg-config libevent-dev libssl-dev libjansson-dev libyaml-dev
       libcriterion-dev nginx-light curl openssl ignition python3 python3-yaml procps
       prometheus libnftables-dev nftables iproute2 systemd
+      haproxy     # t_proxy_protocol: a real load balancer sending PROXY v2 (and bench/run)
       kubectl)   # preinstalled on the project's machines (Google Cloud SDK repository, not Debian): t_deploy_*, t_fakeapi_*
 # The container image (tools/image.sh, tests/integration/t_image.sh): debootstrap
 # builds its root filesystem, buildah commits it, podman runs it (with runc:

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "core/cidr.h"
 #include "core/log.h"
 #include "core/skew.h"
 
@@ -22,6 +23,8 @@
 #define CONFIG_MAX_PREFIXES 8
 #define CONFIG_MAX_WORKERS 256
 #define CONFIG_MAX_REDIRECT_PORTS 16
+#define CONFIG_MAX_TRUSTED_PROXIES 64
+#define CONFIG_MAX_TOKEN_FILES 8
 /* The kernel's limit on an nftables table name (NFT_TABLE_MAXNAMELEN less the NUL). */
 #define CONFIG_REDIRECT_TABLE_MAX 255
 /* The MCS ports nodes dial (DESIGN 1.3): what the redirect takes by default. */
@@ -61,6 +64,11 @@ typedef struct config_tls_server {
 typedef struct config_listener {
     config_addr_t addr;         /* port 0: the kernel picks one, the gate reports it */
     config_tls_server_t tls;
+    /* A PROXY protocol header (v1 or v2) comes first, before TLS, from one
+     * of trusted_proxies; the client address is then the header's. */
+    bool proxy_protocol;                /* default false */
+    cidr_t trusted_proxies[CONFIG_MAX_TRUSTED_PROXIES];
+    size_t n_trusted_proxies;           /* required (>= 1) with proxy_protocol */
 } config_listener_t;
 
 typedef struct config_upstream {
@@ -165,6 +173,17 @@ typedef struct config_held {
     uint64_t forget_after_ms;   /* default 15m of silence */
 } config_held_t;
 
+/* Admission policies (DESIGN 1.7): off by default, judged before the
+ * verdict on gated paths. */
+typedef struct config_admission_token {
+    char *files[CONFIG_MAX_TOKEN_FILES];    /* one token each; none: the policy is off */
+    size_t n_files;
+} config_admission_token_t;
+
+typedef struct config_admission {
+    config_admission_token_t token;
+} config_admission_t;
+
 typedef struct config_log {
     log_level_t level;          /* default info */
     bool access;                /* default true */
@@ -184,6 +203,7 @@ typedef struct config {
     config_redirect_t redirect;
     config_metrics_t metrics;
     config_held_t held;
+    config_admission_t admission;
     config_log_t log;
     /* A loaded configuration is immutable and shared by the threads that
      * serve it (a SIGHUP loads a new one beside it): each holder keeps a

@@ -49,6 +49,7 @@ typedef enum {
     HTTP_HDR_X_FORWARDED_FOR,
     HTTP_HDR_CONTENT_LENGTH,
     HTTP_HDR_EXPECT,
+    HTTP_HDR_AUTHORIZATION,     /* the provisioning token (admission.token) */
     /* hop-by-hop (RFC 9110 7.6.1): never forwarded as received */
     HTTP_HDR_CONNECTION,
     HTTP_HDR_KEEP_ALIVE,

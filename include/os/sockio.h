@@ -26,6 +26,14 @@ typedef struct sockio {
 
 /* >0 bytes read, 0 orderly end of stream, or a SOCKIO_ code. */
 ssize_t sockio_read(sockio_t *io, void *buf, size_t len);
+/* The socket's own bytes, beneath any TLS session, for what a peer sends
+ * before its handshake (a PROXY protocol header). With peek they stay in
+ * the socket, so that a reader can take exactly the header and leave the
+ * TLS records to OpenSSL. >0, 0 end of stream, or a SOCKIO_ code. */
+ssize_t sockio_recv_plain(sockio_t *io, void *buf, size_t len, bool peek);
+/* Frees a TLS session whose handshake never began, so that an answer goes
+ * out in the clear (a refusal before the handshake). */
+void sockio_drop_ssl(sockio_t *io);
 /* Flags for sockio_write. SOCKIO_MORE: the caller writes again at once,
  * before it returns to the event loop, so the kernel may hold a part-filled
  * segment for what follows (MSG_MORE). Never set it on the last write

@@ -29,6 +29,7 @@ typedef enum {
 } conn_deadline_t;
 
 typedef enum {
+    CONN_PROXY_HEADER,  /* a PROXY protocol listener: its header comes first, before TLS */
     CONN_HANDSHAKE,
     CONN_READ_HEAD,
     CONN_WRITE_LOCAL,   /* a response of our own is being written */
@@ -79,8 +80,9 @@ typedef struct conn {
     bool processing;        /* inside conn_process_input */
     bool draining;          /* the worker is stopping or its listener was removed: it closes after
                                the response under way (one flag, so a request reads one byte) */
+    bool proxy_untrusted;   /* PROXY listener, peer outside trusted_proxies: refused once its header is read */
     uint32_t listener;      /* the id of the listener that accepted it */
-    struct sockaddr_storage peer;
+    struct sockaddr_storage peer;   /* the client: the PROXY header's source, else the socket's peer */
     socklen_t peer_len;
 
     /* Request head(s) as read; requests are consumed from the front. */
@@ -98,8 +100,10 @@ typedef struct conn {
     request_log_t log;
 } conn_t;
 
+/* listener: its id (stable across reloads); lc: its configuration (its
+ * PROXY protocol settings). */
 void conn_accept(struct worker *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx,
-                 uint32_t listener);
+                 uint32_t listener, const config_listener_t *lc);
 void conn_close(conn_t *c);
 /* Stopping: closes the connections that sit between requests; the others
  * close after their response. */

@@ -9,9 +9,14 @@
 #include <stddef.h>
 
 #include "http/connection.h"
+#include "proxy/reason.h"
 
 /* The response for status (one the gate answers; anything else becomes
  * 400), into *status as answered; static, never freed. */
 const char *local_response(int *status, http_conn_variant_t v, size_t *len);
+
+/* An admission policy's refusal: its status with the reason in a
+ * Skewgate-Reason field, empty body; static, never freed. */
+const char *local_response_admission(admission_result_t r, http_conn_variant_t v, int *status, size_t *len);
 
 #endif

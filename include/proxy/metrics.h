@@ -51,6 +51,7 @@ typedef struct metrics_worker {
     /* The worker's held table, rendered as skewgate_held_clients and its
      * counters (NULL: none). */
     const held_table_t *held;
+    metrics_counter_t admission_rejects[ADMISSION__RESULTS];   /* [ADMISSION_PASS] unused */
 } metrics_worker_t;
 
 /* Owner-only increment: a plain load and store, yet a data race for no one. */
@@ -78,6 +79,11 @@ static inline void metrics_conn_closed(metrics_worker_t *m, bool tls)
 static inline void metrics_upstream_error(metrics_worker_t *m, metrics_upstream_error_t kind)
 {
     metrics_add(&m->upstream_errors[kind], 1);
+}
+
+static inline void metrics_admission_reject(metrics_worker_t *m, admission_result_t r)
+{
+    metrics_add(&m->admission_rejects[r], 1);
 }
 
 /* One finished request; pool is "" for ungated paths. */

@@ -15,6 +15,9 @@
 
 /* Same method, target and headers (Accept and User-Agent untouched: the
  * MCS picks the spec by Accept), hop-by-hop headers and Expect dropped,
+ * the gate's own credentials dropped (Authorization and the target's
+ * `token` parameters: the MCS reads neither, and a secret goes no further
+ * than it must),
  * X-Forwarded-For extended with peer, Host added from host when the client
  * sent none. An HTTP/1.0 client's request goes as 1.0, so that the
  * upstream frames the body by length or by closing, never chunked. */

@@ -19,6 +19,7 @@
 #include "proxy/exchange.h"
 #include "proxy/held.h"
 #include "proxy/metrics.h"
+#include "proxy/token_set.h"
 #include "verdict/snapshot.h"
 
 typedef struct worker_listener {
@@ -26,6 +27,7 @@ typedef struct worker_listener {
     uint32_t id;                /* the gate's name for the listener, stable across reloads */
     struct event ev;
     SSL_CTX *tls;               /* NULL: plain */
+    const config_listener_t *cfg;   /* proxy_protocol, trusted_proxies */
     struct worker *w;
 } worker_listener_t;
 
@@ -53,6 +55,7 @@ enum {
     WORKER_CMD_SNAPSHOT = 1u << 0,
     WORKER_CMD_STOP = 1u << 1,
     WORKER_CMD_RELOAD = 1u << 2,
+    WORKER_CMD_TOKENS = 1u << 3,
 };
 
 typedef struct worker {
@@ -72,6 +75,8 @@ typedef struct worker {
     _Atomic(gate_snapshot_t *) next_snapshot;
     _Atomic(worker_reload_t *) next_reload;
     gate_snapshot_t *snapshot;      /* read on every request; this thread only */
+    _Atomic(token_set_t *) next_tokens;
+    token_set_t *tokens;            /* admission.token's accepted tokens; NULL: the policy is off */
 
     /* Each module's own per-thread state. */
     conn_set_t conns;               /* conn.c */
@@ -105,6 +110,7 @@ void worker_publish_snapshot(worker_t *w, gate_snapshot_t *snap);
 void worker_publish_reload(worker_t *w, worker_reload_t *r);
 /* Frees a reload no worker took, closing its new sockets. */
 void worker_reload_free(worker_reload_t *r);
+void worker_publish_tokens(worker_t *w, token_set_t *set);
 void worker_stop(worker_t *w);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "cli/cmd.h"
 #include "conf/config.h"
+#include "proxy/token_set.h"
 #include "source/kube/token.h"
 #include "tls/tls.h"
 
@@ -81,6 +82,18 @@ static int stage_admin_files(check_run_t *run)
     return check_token_file(run, a->token_file, "admin.token_file");
 }
 
+/* --files with admission.token: every token file holds a usable token,
+ * as `run` requires at start (the error names the file, never a token). */
+static int stage_token_files(check_run_t *run)
+{
+    const config_admission_token_t *t = &run->cfg->admission.token;
+    if (!run->files || t->n_files == 0)
+        return 0;
+    token_set_t *set = token_set_load((const char *const *)t->files, t->n_files, run->err, sizeof run->err);
+    token_set_unref(set);
+    return set ? 0 : -1;
+}
+
 /* Run in order while they pass. Stages after loading see run->cfg and vouch
  * for what the file's text cannot show: modules that open files or build
  * contexts at start-up (certificates that load, say) add theirs here. */
@@ -89,6 +102,7 @@ static const check_stage_fn check_stages[] = {
     stage_tls_files,
     stage_kube_files,
     stage_admin_files,
+    stage_token_files,
 };
 
 int check_config_files(config_t *cfg, char *err, size_t errlen)

@@ -17,6 +17,7 @@
 #include "source/source.h"
 #include "tls/tls.h"
 #include "source/controller.h"
+#include "proxy/token_watch.h"
 #include "proxy/worker.h"
 #include "os/socket.h"
 #include "core/addr.h"
@@ -43,6 +44,24 @@ static void gate_publish(gate_snapshot_t *snap, void *arg)
     for (unsigned i = 0; i < g->n_workers; i++)
         worker_publish_snapshot(&g->workers[i], gate_snapshot_ref(snap));
     gate_snapshot_unref(snap);
+}
+
+static void gate_publish_tokens(token_set_t *set, void *arg)
+{
+    gate_t *g = arg;
+    for (unsigned i = 0; i < g->n_workers; i++)
+        worker_publish_tokens(&g->workers[i], token_set_ref(set));
+    token_set_unref(set);
+}
+
+/* The admission policies that read files: a token file that cannot be
+ * used at start is an error, not a policy silently off. */
+static int gate_admission(gate_t *g, char *err, size_t errlen)
+{
+    if (g->cfg->admission.token.n_files == 0)
+        return 0;
+    g->tokens = token_watch_start(g->base, &g->cfg->admission.token, gate_publish_tokens, g, err, errlen);
+    return g->tokens ? 0 : -1;
 }
 
 static void gate_on_stop(evutil_socket_t sig, short what, void *arg)
@@ -175,6 +194,7 @@ static void gate_free(gate_t *g)
 {
     admin_free(g->admin);
     metrics_listener_free(g->metrics);
+    token_watch_free(g->tokens);
     if (g->workers) {
         for (unsigned i = 0; i < g->n_workers; i++)
             worker_destroy(&g->workers[i]);
@@ -237,6 +257,8 @@ static int gate_run(gate_t *g)
         g->workers[i].held_peers = g->held_tables;
         g->workers[i].n_held_peers = g->n_workers;
     }
+    if (gate_admission(g, err, sizeof err) < 0)
+        goto fail;
     /* The controller publishes its first verdict as soon as it exists. */
     if (gate_source(g, err, sizeof err) < 0)
         goto fail;
@@ -255,6 +277,7 @@ static int gate_run(gate_t *g)
             snprintf(err, sizeof err, "no initial verdict");
             goto fail;
         }
+        w->tokens = atomic_exchange(&w->next_tokens, NULL);
     }
     g->sig_term = evsignal_new(g->base, SIGTERM, gate_on_stop, g);
     g->sig_int = evsignal_new(g->base, SIGINT, gate_on_stop, g);

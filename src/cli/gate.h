@@ -12,6 +12,7 @@
 #include "admin/metrics_listener.h"
 #include "conf/config.h"
 #include "conf/reload.h"
+#include "proxy/token_watch.h"
 #include "proxy/worker.h"
 #include "source/controller.h"
 #include "source/source.h"
@@ -32,6 +33,7 @@ typedef struct gate {
     verdict_ctl_t *ctl;
     admin_t *admin;
     metrics_listener_t *metrics;
+    token_watch_t *tokens;      /* admission.token; NULL: the policy is off */
     struct event *sig_term, *sig_int, *sig_hup;
 
     /* Reloads: one at a time; each worker acknowledges on ack_fd. */

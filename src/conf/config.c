@@ -106,6 +106,8 @@ static int read_tls_server(loader_t *ld, const ynode_t *node, const field_t *f, 
 static const field_t listener_fields[] = {
     {"address", schema_read_addr, offsetof(config_listener_t, addr), &listen_rules},
     {"tls", read_tls_server, offsetof(config_listener_t, tls), NULL},
+    {"proxy_protocol", schema_read_bool, offsetof(config_listener_t, proxy_protocol), NULL},
+    {"trusted_proxies", conf_read_trusted_proxies, 0, NULL},
 };
 static const schema_t listener_schema = SCHEMA(listener_fields);
 
@@ -115,6 +117,12 @@ static int read_listener(loader_t *ld, const ynode_t *node, config_listener_t *l
         return -1;
     if (l->addr.len == 0)
         return schema_fail(ld, node, ld->path, "missing required key \"address\"");
+    if (l->proxy_protocol && l->n_trusted_proxies == 0)
+        return schema_fail(ld, node, ld->path,
+                           "missing required key \"trusted_proxies\" (proxy_protocol is true): the CIDRs of the "
+                           "load balancers allowed to send PROXY headers");
+    if (!l->proxy_protocol && l->n_trusted_proxies)
+        return schema_fail(ld, node, ld->path, "trusted_proxies only applies with proxy_protocol: true");
     return 0;
 }
 
@@ -273,6 +281,30 @@ static const field_t redirect_fields[] = {
 };
 static const schema_t redirect_schema = SCHEMA(redirect_fields);
 
+static const field_t admission_token_fields[] = {
+    {"files", conf_read_token_files, 0, NULL},
+};
+static const schema_t admission_token_schema = SCHEMA(admission_token_fields);
+
+/* admission.token turns the token policy on: its files are required. */
+static int read_admission_token(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    config_admission_token_t *t = dst;
+    if (node->kind != YNODE_MAP)
+        return schema_fail_expected(ld, node, "a mapping with files: [...] (omit token to turn the policy off)");
+    if (schema_read_map(ld, node, &admission_token_schema, t) < 0)
+        return -1;
+    if (t->n_files == 0)
+        return schema_fail(ld, node, ld->path, "missing required key \"files\"");
+    return 0;
+}
+
+static const field_t admission_fields[] = {
+    {"token", read_admission_token, offsetof(config_admission_t, token), NULL},
+};
+static const schema_t admission_schema = SCHEMA(admission_fields);
+
 static const field_t log_fields[] = {
     {"level", schema_read_enum, offsetof(config_log_t, level), log_levels},
     {"access", schema_read_bool, offsetof(config_log_t, access), NULL},
@@ -292,6 +324,7 @@ static const field_t root_fields[] = {
     {"redirect", schema_read_submap, CONFIG_FIELD(redirect), &redirect_schema},
     {"metrics", schema_read_submap, CONFIG_FIELD(metrics), &metrics_schema},
     {"held", schema_read_submap, CONFIG_FIELD(held), &held_schema},
+    {"admission", schema_read_submap, CONFIG_FIELD(admission), &admission_schema},
     {"log", schema_read_submap, CONFIG_FIELD(log), &log_schema},
 };
 static const schema_t root_schema = SCHEMA(root_fields);
@@ -768,6 +801,8 @@ void config_free(config_t *cfg)
     free(cfg->redirect.table);
     free(cfg->admin.socket);
     free(cfg->admin.token_file);
+    for (size_t i = 0; i < cfg->admission.token.n_files; i++)
+        free(cfg->admission.token.files[i]);
     for (size_t i = 0; i < cfg->gate.n_prefixes; i++)
         free(cfg->gate.prefixes[i]);
     free(cfg->path);

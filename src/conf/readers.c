@@ -6,6 +6,7 @@
 #include <openssl/ssl.h>
 
 #include "readers.h"
+#include "core/cidr.h"
 #include "core/text.h"
 #include "core/version.h"
 
@@ -115,16 +116,27 @@ static bool is_clean_prefix(const char *s)
     return true;
 }
 
+/* A list node of 1..max items; else -1 with "expected ...", the empty
+ * list's reason, or "at most MAX NOUN" at the first item too many. */
+static int list_bounds(loader_t *ld, const ynode_t *node, size_t max, const char *expected, const char *empty,
+                       const char *noun)
+{
+    if (node->kind != YNODE_SEQ)
+        return schema_fail_expected(ld, node, expected);
+    if (node->n == 0)
+        return schema_fail(ld, node, ld->path, "%s", empty);
+    if (node->n > max)
+        return schema_fail(ld, node->items[max], ld->path, "at most %zu %s", max, noun);
+    return 0;
+}
+
 int conf_read_prefixes(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
 {
     (void)f;
     config_gate_t *gate = dst;
-    if (node->kind != YNODE_SEQ)
-        return schema_fail_expected(ld, node, "a list of path prefixes");
-    if (node->n == 0)
-        return schema_fail(ld, node, ld->path, "at least one prefix is required");
-    if (node->n > CONFIG_MAX_PREFIXES)
-        return schema_fail(ld, node->items[CONFIG_MAX_PREFIXES], ld->path, "at most %d prefixes", CONFIG_MAX_PREFIXES);
+    if (list_bounds(ld, node, CONFIG_MAX_PREFIXES, "a list of path prefixes", "at least one prefix is required",
+                    "prefixes") < 0)
+        return -1;
     for (size_t i = 0; i < gate->n_prefixes; i++) {
         free(gate->prefixes[i]);
         gate->prefixes[i] = NULL;
@@ -219,4 +231,46 @@ int conf_read_groups(loader_t *ld, const ynode_t *node, const field_t *f, void *
 {
     (void)f;
     return read_tls_list(ld, node, dst, &group_list);
+}
+
+int conf_read_trusted_proxies(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    config_listener_t *l = dst;
+    if (list_bounds(ld, node, CONFIG_MAX_TRUSTED_PROXIES, "a list of CIDRs, such as [\"10.0.0.0/16\"]",
+                    "at least one CIDR is required (the load balancers' addresses)", "CIDRs") < 0)
+        return -1;
+    for (size_t i = 0; i < node->n; i++) {
+        size_t saved = schema_path_push_index(ld, i);
+        const char *s = schema_string_text(ld, node->items[i]);
+        const char *why;
+        if (!s)
+            return -1;
+        if (cidr_parse(s, &l->trusted_proxies[i], &why) < 0)
+            return schema_fail(ld, node->items[i], ld->path, "\"%s\": %s", s, why);
+        schema_path_pop(ld, saved);
+    }
+    l->n_trusted_proxies = node->n;
+    return 0;
+}
+
+int conf_read_token_files(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    config_admission_token_t *t = dst;
+    if (list_bounds(ld, node, CONFIG_MAX_TOKEN_FILES, "a list of token files",
+                    "at least one token file is required (remove admission.token to turn the policy off)",
+                    "token files") < 0)
+        return -1;
+    for (size_t i = 0; i < node->n; i++) {
+        size_t saved = schema_path_push_index(ld, i);
+        t->n_files = i + 1;     /* from here on config_free owns the path */
+        if (schema_place(ld, node->items[i]) < 0 || schema_read_path(ld, node->items[i], f, &t->files[i]) < 0)
+            return -1;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(t->files[j], t->files[i]))
+                return schema_fail(ld, node->items[i], ld->path, "\"%s\" is already admission.token.files[%zu]",
+                                   t->files[i], j);
+        schema_path_pop(ld, saved);
+    }
+    return 0;
 }

@@ -26,4 +26,9 @@ int conf_read_ciphers(loader_t *ld, const ynode_t *node, const field_t *f, void 
 int conf_read_ciphersuites(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
 int conf_read_groups(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
 
+/* listeners[].trusted_proxies into a config_listener_t: 1..64 CIDRs. */
+int conf_read_trusted_proxies(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
+/* admission.token.files into a config_admission_token_t: 1..8 paths. */
+int conf_read_token_files(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
+
 #endif

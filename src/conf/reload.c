@@ -15,6 +15,13 @@ static bool same_addr(const config_addr_t *a, const config_addr_t *b)
     return a->len == b->len && memcmp(&a->ss, &b->ss, a->len) == 0;
 }
 
+static void token_files_text(const config_admission_token_t *t, char *out, size_t len)
+{
+    size_t n = (size_t)snprintf(out, len, "%s", t->n_files ? "" : "none");
+    for (size_t i = 0; i < t->n_files && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%s%s", i ? ", " : "", t->files[i]);
+}
+
 int config_restart_needed(const config_t *old, const config_t *new, char *why, size_t len)
 {
     /* Each row: the key, and the old and new values as text. */
@@ -34,6 +41,8 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
         {"admin.token_file", "", ""},
         {"held.max_clients", "", ""},
         {"held.forget_after", "", ""},
+        /* The token files are watched from start; their contents reload. */
+        {"admission.token.files", "", ""},
     };
     snprintf(rows[0].was, sizeof rows[0].was, "%u", old->workers);
     snprintf(rows[0].now, sizeof rows[0].now, "%u", new->workers);
@@ -55,6 +64,8 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
     snprintf(rows[8].now, sizeof rows[8].now, "%u", new->held.max_clients);
     snprintf(rows[9].was, sizeof rows[9].was, "%llums", (unsigned long long)old->held.forget_after_ms);
     snprintf(rows[9].now, sizeof rows[9].now, "%llums", (unsigned long long)new->held.forget_after_ms);
+    token_files_text(&old->admission.token, rows[10].was, sizeof rows[10].was);
+    token_files_text(&new->admission.token, rows[10].now, sizeof rows[10].now);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if (strcmp(rows[i].was, rows[i].now)) {
             snprintf(why, len, "%s needs a restart (%s -> %s)", rows[i].key, rows[i].was, rows[i].now);

@@ -37,6 +37,10 @@ http_header_id_t http_header_id(const char *name, size_t len)
         if (HTTP_TOKEN_EQ(name, len, "keep-alive"))
             return HTTP_HDR_KEEP_ALIVE;
         break;
+    case 13:
+        if (HTTP_TOKEN_EQ(name, len, "authorization"))
+            return HTTP_HDR_AUTHORIZATION;
+        break;
     case 14:
         if (HTTP_TOKEN_EQ(name, len, "content-length"))
             return HTTP_HDR_CONTENT_LENGTH;

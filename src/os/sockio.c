@@ -135,6 +135,18 @@ static ssize_t sockio_ssl_result(SSL *ssl, int ret)
     }
 }
 
+ssize_t sockio_recv_plain(sockio_t *io, void *buf, size_t len, bool peek)
+{
+    for (;;) {
+        ssize_t n = recv(io->fd, buf, len, peek ? MSG_PEEK : 0);
+        if (n >= 0)
+            return n;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN ? SOCKIO_WANT_READ : SOCKIO_ERROR;
+    }
+}
+
 ssize_t sockio_read(sockio_t *io, void *buf, size_t len)
 {
     if (io->ssl) {
@@ -143,14 +155,16 @@ ssize_t sockio_read(sockio_t *io, void *buf, size_t len)
         int ret = SSL_read_ex(io->ssl, buf, len, &got);
         return ret > 0 ? (ssize_t)got : sockio_ssl_result(io->ssl, ret);
     }
-    for (;;) {
-        ssize_t n = read(io->fd, buf, len);
-        if (n >= 0)
-            return n;
-        if (errno == EINTR)
-            continue;
-        return errno == EAGAIN ? SOCKIO_WANT_READ : SOCKIO_ERROR;
-    }
+    return sockio_recv_plain(io, buf, len, false);
+}
+
+void sockio_drop_ssl(sockio_t *io)
+{
+    if (!io->ssl)
+        return;
+    SSL_free(io->ssl);
+    io->ssl = NULL;
+    ERR_clear_error();
 }
 
 ssize_t sockio_write(sockio_t *io, const void *buf, size_t len, unsigned flags)

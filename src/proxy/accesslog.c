@@ -6,6 +6,8 @@
 #include "proxy/accesslog.h"
 #include "core/clock.h"
 #include "core/addr.h"
+#include "http/query.h"
+#include "proxy/admission_token.h"
 
 /* Appends s as the inside of a JSON string; never writes past cap. */
 static size_t accesslog_escape(char *out, size_t at, size_t cap, const char *s, size_t len)
@@ -55,6 +57,19 @@ static size_t accesslog_str(char *out, size_t at, size_t cap, const char *key, c
     return at;
 }
 
+/* The target as logged: never with a token parameter's value, whatever
+ * the admission policy (no log line holds a token). Without one, the
+ * target itself; else a copy into out[cap] without it, or, too long to
+ * copy, the target without its query. */
+static const char *accesslog_target(const char *target, size_t *len, char *out, size_t cap)
+{
+    if (!memchr(target, '?', *len) || !http_target_has_param(target, *len, ADMISSION_TOKEN_PARAM))
+        return target;
+    size_t n = http_target_without_param(target, *len, ADMISSION_TOKEN_PARAM, out, cap);
+    *len = n ? n : (size_t)((const char *)memchr(target, '?', *len) - target);
+    return n ? out : target;
+}
+
 void accesslog_write(accesslog_clock_t *clk, const request_log_t *log, const char *head,
                      const struct sockaddr_storage *peer_addr, bool tls)
 {
@@ -72,7 +87,10 @@ void accesslog_write(accesslog_clock_t *clk, const request_log_t *log, const cha
                           "\"client_port\":%u", when, ms, peer, port);
     const char *ib = head ? head : "";
     at = accesslog_str(line, at, cap, "method", ib + log->method_off, head ? log->method_len : 0);
-    at = accesslog_str(line, at, cap, "path", ib + log->path_off, head ? log->path_len : 0);
+    char target_copy[1024];
+    size_t target_len = head ? log->path_len : 0;
+    const char *target = accesslog_target(ib + log->path_off, &target_len, target_copy, sizeof target_copy);
+    at = accesslog_str(line, at, cap, "path", target, target_len);
     at = accesslog_str(line, at, cap, "pool", log->pool, strlen(log->pool));
     const char *decision = request_decision_name(log->decision);
     at = accesslog_str(line, at, cap, "decision", decision, strlen(decision));

@@ -6,11 +6,14 @@
 #include <unistd.h>
 #include <netinet/in.h>
 
+#include "core/cidr.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "http/accept.h"
 #include "http/path.h"
+#include "http/proxy_proto.h"
 #include "proxy/accesslog.h"
+#include "proxy/admission_token.h"
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
 #include "proxy/local_response.h"
@@ -24,6 +27,7 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg);
 static void conn_read_head(conn_t *c);
 static void conn_process_input(conn_t *c);
 static void conn_process_heads(conn_t *c, worker_t *w);
+static void conn_handshake(conn_t *c);
 
 static void conn_on_reap(evutil_socket_t fd, short what, void *arg)
 {
@@ -116,7 +120,7 @@ void conn_deadline(conn_t *c, conn_deadline_t kind, uint64_t ms)
 }
 
 void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx,
-                 uint32_t listener)
+                 uint32_t listener, const config_listener_t *lc)
 {
     conn_t *c = calloc(1, sizeof *c);
     if (!c) {
@@ -150,7 +154,11 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
     } else {
         c->state = CONN_READ_HEAD;
     }
-    /* The handshake and the first head share the header deadline. */
+    if (lc && lc->proxy_protocol) {
+        c->state = CONN_PROXY_HEADER;
+        c->proxy_untrusted = !cidr_list_match(lc->trusted_proxies, lc->n_trusted_proxies, &c->peer);
+    }
+    /* The PROXY header, the handshake and the first head share the header deadline. */
     conn_deadline(c, CONN_DEADLINE_HEADER, w->cfg->limits.header_timeout_ms);
     conn_arm_read(c, true);
     /* Listeners use TCP_DEFER_ACCEPT: data is usually waiting already. */
@@ -205,7 +213,8 @@ void conn_close_idle(conn_set_t *s)
     for (conn_t *c = s->open; c; c = next) {
         next = c->next;
         c->draining = true;
-        if ((c->state == CONN_READ_HEAD && c->ilen == 0) || c->state == CONN_HANDSHAKE)
+        if ((c->state == CONN_READ_HEAD && c->ilen == 0) || c->state == CONN_HANDSHAKE ||
+            c->state == CONN_PROXY_HEADER)
             conn_close(c);
     }
 }
@@ -388,6 +397,19 @@ void conn_send_error(conn_t *c, int status, const char *reason, bool close_after
     conn_send_local(c, text, len, NULL, close_after);
 }
 
+/* An admission policy refused the request or the connection: its status
+ * with a Skewgate-Reason field, counted by reason. */
+static void conn_refuse(conn_t *c, admission_result_t why, bool close_after)
+{
+    int status;
+    size_t len;
+    const char *text = local_response_admission(why, http_conn_variant(!close_after, c->http10), &status, &len);
+    c->log.status = status;
+    c->log.reason = admission_reason_name(why);
+    metrics_admission_reject(&c->w->metrics, why);
+    conn_send_local(c, text, len, NULL, close_after);
+}
+
 static void conn_copy_pool(conn_t *c, const char *clean, size_t len)
 {
     /* The MCS takes the last path segment as the pool name. */
@@ -463,6 +485,14 @@ static void conn_dispatch(conn_t *c)
     }
     if (conn_path_gated(&w->cfg->gate, clean, clean_len)) {
         conn_copy_pool(c, clean, clean_len);
+        /* The policies come before the verdict: a node without the token
+         * is refused whatever the verdict, and learns nothing of it. */
+        admission_result_t why = w->tokens ? admission_token_judge(w->tokens, c->ibuf, req) : ADMISSION_PASS;
+        if (why != ADMISSION_PASS) {
+            c->log.decision = REQUEST_REJECT;
+            conn_refuse(c, why, !c->keep_alive);
+            return;
+        }
         const gate_snapshot_t *snap = w->snapshot;
         if (!snap->admit) {
             conn_reject(c, snap);
@@ -558,6 +588,69 @@ static void conn_read_head(conn_t *c)
     }
 }
 
+/* A PROXY header that is missing, invalid, late or from a peer outside
+ * trusted_proxies: 400 and close, in the clear, as nothing else was read
+ * (on a TLS listener the client sees a failed handshake, its proxy logs
+ * the answer). */
+static void conn_proxy_refuse(conn_t *c, admission_result_t why)
+{
+    sockio_drop_ssl(&c->io);
+    c->ilen = c->head_len = 0;
+    c->log.start_ns = clock_monotonic_ns();
+    c->log.decision = REQUEST_ERROR;
+    conn_deadline(c, CONN_DEADLINE_NONE, 0);
+    conn_refuse(c, why, true);
+}
+
+/* Reads the PROXY header and not a byte more: the bytes are peeked, and
+ * only those the header spans are taken from the socket, so that TLS
+ * records or the request head that follow stay for their readers. */
+static void conn_read_proxy_header(conn_t *c)
+{
+    worker_t *w = c->w;
+    if (!c->ibuf && !(c->ibuf = buf_pool_get(&w->conns.head_bufs))) {
+        conn_close(c);
+        return;
+    }
+    ssize_t n = sockio_recv_plain(&c->io, c->ibuf + c->ilen, PROXY_HDR_MAX - c->ilen, true);
+    if (n == SOCKIO_WANT_READ)
+        return;
+    if (n <= 0) {
+        conn_close(c);
+        return;
+    }
+    proxy_hdr_t hdr;
+    int r = proxy_hdr_parse((const unsigned char *)c->ibuf, c->ilen + (size_t)n, &hdr);
+    if (r < 0) {
+        conn_proxy_refuse(c, ADMISSION_BAD_PROXY_HEADER);
+        return;
+    }
+    size_t take = r > 0 ? (size_t)r - c->ilen : (size_t)n;
+    if (sockio_recv_plain(&c->io, c->ibuf + c->ilen, take, false) != (ssize_t)take) {
+        conn_close(c);
+        return;
+    }
+    c->ilen += (uint32_t)take;
+    if (r == 0)
+        return;
+    c->ilen = 0;
+    if (c->proxy_untrusted) {
+        conn_proxy_refuse(c, ADMISSION_UNTRUSTED_PROXY);
+        return;
+    }
+    if (hdr.has_addr) {
+        memcpy(&c->peer, &hdr.src, hdr.addr_len);
+        c->peer_len = hdr.addr_len;
+    }
+    if (c->io.ssl) {
+        c->state = CONN_HANDSHAKE;
+        conn_handshake(c);
+    } else {
+        c->state = CONN_READ_HEAD;
+        conn_read_head(c);
+    }
+}
+
 static void conn_handshake(conn_t *c)
 {
     int r = sockio_handshake(&c->io);
@@ -580,6 +673,9 @@ static void conn_on_read(evutil_socket_t fd, short what, void *arg)
     conn_t *c = arg;
     (void)what;
     switch (c->state) {
+    case CONN_PROXY_HEADER:
+        conn_read_proxy_header(c);
+        break;
     case CONN_HANDSHAKE:
         conn_handshake(c);
         break;
@@ -638,7 +734,9 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
     c->deadline_kind = CONN_DEADLINE_NONE;
     switch (kind) {
     case CONN_DEADLINE_HEADER:
-        if (c->state == CONN_READ_HEAD && c->ilen > 0) {
+        if (c->state == CONN_PROXY_HEADER) {
+            conn_proxy_refuse(c, ADMISSION_BAD_PROXY_HEADER);
+        } else if (c->state == CONN_READ_HEAD && c->ilen > 0) {
             /* The head did not complete within header_timeout. */
             c->head_len = c->ilen;
             c->log.start_ns = clock_monotonic_ns();

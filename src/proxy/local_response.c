@@ -54,3 +54,35 @@ const char *local_response(int *status, http_conn_variant_t v, size_t *len)
     *len = local_len[i][v];
     return local_text[i][v];
 }
+
+static char admission_text[ADMISSION__RESULTS][HTTP_CONN__COUNT][192];
+static size_t admission_len[ADMISSION__RESULTS][HTTP_CONN__COUNT];
+static pthread_once_t admission_once = PTHREAD_ONCE_INIT;
+
+static void admission_render(void)
+{
+    for (int r = ADMISSION_PASS + 1; r < ADMISSION__RESULTS; r++) {
+        int status = admission_reason_status((admission_result_t)r);
+        size_t i = 0;
+        while (i < LOCAL_N - 1 && local_statuses[i].status != status)
+            i++;
+        for (int v = 0; v < HTTP_CONN__COUNT; v++)
+            admission_len[r][v] = (size_t)snprintf(
+                admission_text[r][v], sizeof admission_text[r][v],
+                "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nSkewgate-Reason: %s\r\n%s\r\n", status,
+                local_statuses[i].text, admission_reason_name((admission_result_t)r),
+                http_connection_line((http_conn_variant_t)v, NULL));
+    }
+}
+
+const char *local_response_admission(admission_result_t r, http_conn_variant_t v, int *status, size_t *len)
+{
+    pthread_once(&admission_once, admission_render);
+    if ((unsigned)r >= ADMISSION__RESULTS || r == ADMISSION_PASS)
+        r = ADMISSION_BAD_PROXY_HEADER;
+    if ((unsigned)v >= HTTP_CONN__COUNT)
+        v = HTTP_CONN_CLOSE;
+    *status = admission_reason_status(r);
+    *len = admission_len[r][v];
+    return admission_text[r][v];
+}

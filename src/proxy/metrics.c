@@ -260,6 +260,17 @@ static void metrics_render_connections(FILE *f, const metrics_worker_t *const *w
             metrics_sum(workers, n_workers, offsetof(metrics_worker_t, refused_over_limit)));
 }
 
+static void metrics_render_admission(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
+{
+    metrics_head(f, "skewgate_admission_rejects_total", "counter",
+                 "Requests or connections an admission policy refused, by reason.");
+    for (size_t r = ADMISSION_PASS + 1; r < ADMISSION__RESULTS; r++)
+        fprintf(f, "skewgate_admission_rejects_total{reason=\"%s\"} %" PRIu64 "\n",
+                admission_reason_name((admission_result_t)r),
+                metrics_sum(workers, n_workers, offsetof(metrics_worker_t, admission_rejects) +
+                                                    r * sizeof(metrics_counter_t)));
+}
+
 static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
 {
     const verdict_t *v = g->verdict;
@@ -337,6 +348,7 @@ char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, c
     metrics_render_duration(f, workers, n_workers);
     metrics_render_upstream(f, workers, n_workers);
     metrics_render_connections(f, workers, n_workers);
+    metrics_render_admission(f, workers, n_workers);
     metrics_render_gate(f, g);
     if (g->held && metrics_render_held(f, g->held) < 0)
         rc = -1;

@@ -2,6 +2,8 @@
 #include <string.h>
 
 #include "core/addr.h"
+#include "http/query.h"
+#include "proxy/admission_token.h"
 #include "proxy/rewrite.h"
 
 /* Appends; past cap, every later append is a no-op and the result 0. */
@@ -42,14 +44,22 @@ size_t rewrite_request(char *buf, size_t cap, const char *head, const http_reque
     out_t o = {buf, cap, 0, false};
     put(&o, head + req->method_name.off, req->method_name.len);
     PUT_LIT(&o, " ");
-    put(&o, head + req->target.off, req->target.len);
+    if (req->query.len == 0) {
+        put(&o, head + req->target.off, req->target.len);
+    } else if (!o.overflow) {
+        size_t n = http_target_without_param(head + req->target.off, req->target.len, ADMISSION_TOKEN_PARAM,
+                                             o.buf + o.at, o.cap - o.at);
+        o.overflow = n == 0;
+        o.at += n;
+    }
     if (http10)
         PUT_LIT(&o, " HTTP/1.0\r\n");
     else
         PUT_LIT(&o, " HTTP/1.1\r\n");
     for (size_t i = 0; i < req->headers.count; i++) {
         const http_header_t *h = &req->headers.list[i];
-        if (h->id == HTTP_HDR_X_FORWARDED_FOR || h->id == HTTP_HDR_EXPECT || http_header_is_hop_by_hop(h->id) ||
+        if (h->id == HTTP_HDR_X_FORWARDED_FOR || h->id == HTTP_HDR_EXPECT || h->id == HTTP_HDR_AUTHORIZATION ||
+            http_header_is_hop_by_hop(h->id) ||
             http_connection_lists(head, &req->headers, head + h->name.off, h->name.len))
             continue;
         put_field(&o, head, h);

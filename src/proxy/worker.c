@@ -40,7 +40,7 @@ static void worker_on_accept(evutil_socket_t fd, short what, void *arg)
             close(cfd);
             continue;
         }
-        conn_accept(w, cfd, (struct sockaddr *)&peer, plen, l->tls, l->id);
+        conn_accept(w, cfd, (struct sockaddr *)&peer, plen, l->tls, l->id, l->cfg);
     }
 }
 
@@ -64,10 +64,11 @@ static void worker_stop_now(worker_t *w)
         event_base_loopexit(w->base, NULL);
 }
 
-static void worker_listener_add(worker_t *w, size_t i, uint32_t id, int fd, SSL_CTX *tls)
+static void worker_listener_add(worker_t *w, size_t i, uint32_t id, int fd, SSL_CTX *tls,
+                                const config_listener_t *lc)
 {
     worker_listener_t *l = &w->listeners[i];
-    *l = (worker_listener_t){.fd = fd, .id = id, .tls = tls, .w = w};
+    *l = (worker_listener_t){.fd = fd, .id = id, .tls = tls, .cfg = lc, .w = w};
     event_assign(&l->ev, w->base, fd, EV_READ | EV_PERSIST, worker_on_accept, l);
     event_add(&l->ev, NULL);
 }
@@ -119,7 +120,9 @@ static void worker_reload_listeners(worker_t *w, worker_reload_t *r)
             log_msg(LOG_ERROR, "reload", "worker has no socket for listener %u", nl->id);
             continue;
         }
-        worker_listener_add(w, n++, nl->id, fd, nl->tls);
+        /* Into r->cfg, which becomes w->cfg: a kept socket takes the new
+         * PROXY protocol settings. */
+        worker_listener_add(w, n++, nl->id, fd, nl->tls, &r->cfg->listeners[i]);
         nl->fd = -1;
         nl->tls = NULL;
     }
@@ -179,6 +182,14 @@ static void worker_on_notify(evutil_socket_t fd, short what, void *arg)
         if (r)
             worker_apply_reload(w, r);
     }
+    if (cmds & WORKER_CMD_TOKENS) {
+        token_set_t *set = atomic_exchange(&w->next_tokens, NULL);
+        if (set) {
+            /* Requests judge synchronously: none holds the old set now. */
+            token_set_unref(w->tokens);
+            w->tokens = set;
+        }
+    }
     if (cmds & WORKER_CMD_STOP)
         worker_stop_now(w);
 }
@@ -203,6 +214,12 @@ void worker_publish_reload(worker_t *w, worker_reload_t *r)
 {
     worker_reload_free(atomic_exchange(&w->next_reload, r));
     worker_notify(w, WORKER_CMD_RELOAD);
+}
+
+void worker_publish_tokens(worker_t *w, token_set_t *set)
+{
+    token_set_unref(atomic_exchange(&w->next_tokens, set));
+    worker_notify(w, WORKER_CMD_TOKENS);
 }
 
 void worker_stop(worker_t *w)
@@ -247,7 +264,7 @@ int worker_init(worker_t *w, unsigned n_workers, config_t *cfg, const worker_lis
     for (size_t i = 0; i < cfg->n_listeners; i++) {
         if (listeners[i].tls)
             SSL_CTX_up_ref(listeners[i].tls);
-        worker_listener_add(w, i, listeners[i].id, listeners[i].fd, listeners[i].tls);
+        worker_listener_add(w, i, listeners[i].id, listeners[i].fd, listeners[i].tls, &cfg->listeners[i]);
     }
     return 0;
 }
@@ -285,6 +302,8 @@ void worker_destroy(worker_t *w)
     held_table_destroy(&w->held);
     if (w->snapshot)
         gate_snapshot_unref(w->snapshot);
+    token_set_unref(w->tokens);
+    token_set_unref(atomic_exchange(&w->next_tokens, NULL));
     gate_snapshot_t *pending = atomic_exchange(&w->next_snapshot, NULL);
     if (pending)
         gate_snapshot_unref(pending);

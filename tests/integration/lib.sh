@@ -100,7 +100,8 @@ start_bad() {
 # gate_config FILE MODE OBJECT [EXTRA_YAML]: a gate on 127.0.0.1 port 0
 # (TLS and plain), in front of the stand-in, with the file source.
 # EXTRA_YAML adds top-level sections; UPSTREAM_EXTRA (indented lines) adds
-# keys to the upstream section; GATE_ENFORCEMENT (indented lines) replaces
+# keys to the upstream section; LISTENER_EXTRA (lines indented by four)
+# adds keys to both listeners; GATE_ENFORCEMENT (indented lines) replaces
 # the file source (OBJECT is then unused); ADMIN_ADDR (IP:PORT) enables the
 # admin listener there, with its unix socket at ADMIN_SOCKET (default
 # $TMP/admin.sock; set it empty for none), the credential for changes
@@ -114,7 +115,9 @@ listeners:
     tls:
       certificate: $TMP/pki/tls.crt
       key: $TMP/pki/tls.key
+${LISTENER_EXTRA:-}
   - address: "127.0.0.1:0"
+${LISTENER_EXTRA:-}
 upstream:
   address: "127.0.0.1:$MCS_PORT"
 ${UPSTREAM_EXTRA:-}
@@ -196,19 +199,24 @@ set_object() { cp "$FIXTURES/$1" "$2.tmp" && mv "$2.tmp" "$2"; }
 
 # ign_run NAME: Debian's Ignition (fetch stage) against the gate's TLS
 # listener for /config/worker (or IGN_URL), in the network namespace
-# IGN_NETNS if set, bounded by IGN_TIMEOUT (30 s); its output is in
+# IGN_NETNS if set, bounded by IGN_TIMEOUT (30 s), with the request headers
+# of IGN_HEADERS (JSON: [{"name": ..., "value": ...}]) in the pointer
+# config's httpHeaders when set; its output is in
 # $TMP/NAME/out, the config it fetched in $TMP/NAME/cache.json.
 IGNITION=/usr/lib/dracut/modules.d/30ignition/ignition
 ign_run() {
   local dir="$TMP/$1" in_ns=()
   [ -z "${IGN_NETNS:-}" ] || in_ns=(ip netns exec "$IGN_NETNS")
   mkdir -p "$dir"
-  python3 - "$dir/pointer.ign" "${IGN_URL:-https://127.0.0.1:$TLS_PORT/config/worker}" "$CA" <<'PY'
+  python3 - "$dir/pointer.ign" "${IGN_URL:-https://127.0.0.1:$TLS_PORT/config/worker}" "$CA" "${IGN_HEADERS:-}" <<'PY'
 import base64, json, sys
-path, url, ca = sys.argv[1], sys.argv[2], sys.argv[3]
+path, url, ca, headers = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 ca64 = base64.b64encode(open(ca, "rb").read()).decode()
+merge = {"source": url}
+if headers:
+    merge["httpHeaders"] = json.loads(headers)
 json.dump({"ignition": {"version": "3.3.0",
-           "config": {"merge": [{"source": url}]},
+           "config": {"merge": [merge]},
            "security": {"tls": {"certificateAuthorities": [{"source": "data:;base64," + ca64}]}}}},
           open(path, "w"))
 PY

@@ -1027,3 +1027,50 @@ Test(config_redirect, reference_config_states_the_default_ports)
     config_free(ref);
     config_free(def);
 }
+
+/* --- Admission policies and PROXY protocol listeners. */
+
+Test(config, admission_token_files_resolve_and_are_off_by_default)
+{
+    config_t *def = parse_ok(MINIMAL);
+    cr_expect_eq(def->admission.token.n_files, 0);
+    cr_expect_not(def->listeners[0].proxy_protocol);
+    config_free(def);
+    err[0] = '\0';
+    const char *text = MINIMAL "admission:\n  token:\n    files: [tokens/current, /etc/t/previous]\n";
+    config_t *cfg = config_parse(text, strlen(text), "/etc/skewgate/g.yaml", err, sizeof err);
+    cr_assert_not_null(cfg, "%s", err);
+    cr_expect_eq(cfg->admission.token.n_files, 2);
+    cr_expect_str_eq(cfg->admission.token.files[0], "/etc/skewgate/tokens/current");
+    cr_expect_str_eq(cfg->admission.token.files[1], "/etc/t/previous");
+    config_free(cfg);
+    expect_error(MINIMAL "admission:\n  token: {}\n", "t.yaml:4:10: admission.token: missing required key \"files\"");
+    expect_error(MINIMAL "admission:\n  token:\n    files: []\n",
+                 "t.yaml:5:12: admission.token.files: at least one token file is required (remove admission.token "
+                 "to turn the policy off)");
+    expect_error(MINIMAL "admission:\n  token:\n    files: [a, a]\n",
+                 "t.yaml:5:16: admission.token.files[1]: \"a\" is already admission.token.files[0]");
+    expect_error(MINIMAL "admission:\n  tokens: {files: [a]}\n",
+                 "t.yaml:4:3: admission.tokens: unknown key; did you mean \"token\"?");
+}
+
+Test(config, proxy_protocol_needs_trusted_proxies_as_cidrs)
+{
+    config_t *cfg = parse_ok("listeners:\n  - address: \"127.0.0.1:0\"\n    proxy_protocol: true\n"
+                             "    trusted_proxies: [\"10.0.0.0/16\", \"127.0.0.1/32\", \"::1/128\"]\n");
+    const config_listener_t *l = &cfg->listeners[0];
+    cr_expect(l->proxy_protocol);
+    cr_expect_eq(l->n_trusted_proxies, 3);
+    cr_expect_eq(l->trusted_proxies[0].prefix, 16);
+    cr_expect_eq(l->trusted_proxies[2].family, AF_INET6);
+    config_free(cfg);
+    expect_error("listeners:\n  - address: \"127.0.0.1:0\"\n    proxy_protocol: true\n",
+                 "t.yaml:2:5: listeners[0]: missing required key \"trusted_proxies\" (proxy_protocol is true): the "
+                 "CIDRs of the load balancers allowed to send PROXY headers");
+    expect_error("listeners:\n  - address: \"127.0.0.1:0\"\n    trusted_proxies: [\"10.0.0.0/8\"]\n",
+                 "t.yaml:2:5: listeners[0]: trusted_proxies only applies with proxy_protocol: true");
+    expect_error("listeners:\n  - address: \"127.0.0.1:0\"\n    proxy_protocol: true\n"
+                 "    trusted_proxies: [\"10.0.0.1/16\"]\n",
+                 "t.yaml:4:23: listeners[0].trusted_proxies[0]: \"10.0.0.1/16\": host bits are set past the prefix "
+                 "length (write the network address, such as 10.0.0.0/16)");
+}

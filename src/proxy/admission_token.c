@@ -1,0 +1,37 @@
+#include <strings.h>
+
+#include "http/query.h"
+#include "proxy/admission_token.h"
+
+/* The credentials of "Bearer TOKEN" (RFC 6750 2.1: the scheme is
+ * case-insensitive, then one or more spaces); false for another scheme. */
+static bool bearer_token(const char *v, size_t len, http_slice_t *tok, uint32_t base)
+{
+    static const char scheme[] = "bearer";
+    size_t n = sizeof scheme - 1;
+    if (len <= n || strncasecmp(v, scheme, n) != 0 || v[n] != ' ')
+        return false;
+    while (n < len && v[n] == ' ')
+        n++;
+    *tok = (http_slice_t){base + (uint32_t)n, (uint32_t)(len - n)};
+    return true;
+}
+
+admission_result_t admission_token_judge(const token_set_t *set, const char *head, const http_request_t *req)
+{
+    http_slice_t tok = {0, 0};
+    bool found = false;
+    const http_header_t *auth = http_headers_get(&req->headers, HTTP_HDR_AUTHORIZATION);
+    if (auth)
+        found = bearer_token(head + auth->value.off, auth->value.len, &tok, auth->value.off);
+    if (!found && req->query.len) {
+        http_slice_t v;
+        if (http_query_param(head + req->query.off, req->query.len, ADMISSION_TOKEN_PARAM, &v) && v.len) {
+            tok = (http_slice_t){req->query.off + v.off, v.len};
+            found = true;
+        }
+    }
+    if (!found || tok.len == 0)
+        return ADMISSION_TOKEN_MISSING;
+    return token_set_contains(set, head + tok.off, tok.len) ? ADMISSION_PASS : ADMISSION_TOKEN_INVALID;
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The provisioning token policy (admission.token): real Ignition fetches
+# with the token in the pointer config's httpHeaders, curl with
+# Authorization and with ?token=, 403 TokenMissing / TokenInvalid,
+# rotation across two files, the token never upstream and never in a log.
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$IGNITION" ] || fail "Ignition is not installed (package ignition)"
+certs
+mcs_start 4096
+object="$TMP/mc.yaml"
+set_object automatic-compliant.yaml "$object"
+tokdir="$TMP/tokens"
+mkdir -p "$tokdir"
+# Tokens as an operator makes them (openssl rand -hex 32).
+TOK_A=$(openssl rand -hex 32); TOK_B=$(openssl rand -hex 32); TOK_C=$(openssl rand -hex 32)
+put_token() { printf '%s\n' "$2" >"$tokdir/$1.tmp" && mv "$tokdir/$1.tmp" "$tokdir/$1"; }
+put_token current "$TOK_A"
+put_token previous "$TOK_B"
+admin_port=$(free_port)
+ADMIN_ADDR="127.0.0.1:$admin_port"
+gate_config "$TMP/gate.yaml" hold "$object" "admission:
+  token:
+    files: [$tokdir/current, $tokdir/previous]"
+
+note "check --files: a missing or empty token file is an error naming the file"
+cp "$TMP/gate.yaml" "$TMP/bad.yaml"
+sed -i "s|$tokdir/previous|$tokdir/absent|" "$TMP/bad.yaml"
+if out=$("$SKEWGATE_BIN" check --files -c "$TMP/bad.yaml" 2>&1); then fail "check accepted a missing token file"; fi
+grep -q "token file $tokdir/absent: No such file" <<<"$out" || fail "check said: $out"
+: >"$tokdir/empty"
+sed -i "s|$tokdir/absent|$tokdir/empty|" "$TMP/bad.yaml"
+if out=$("$SKEWGATE_BIN" run -c "$TMP/bad.yaml" 2>&1); then fail "run started with an empty token file"; fi
+grep -q "token file $tokdir/empty is empty" <<<"$out" || fail "run said: $out"
+"$SKEWGATE_BIN" check --files -c "$TMP/gate.yaml" >/dev/null || fail "check refused good token files"
+
+gate_start "$TMP/gate.yaml"
+url="https://127.0.0.1:$TLS_PORT/config/worker"
+# status_of CURL_ARGS...: "STATUS REASON" of one request.
+status_of() {
+  curl -s -o /dev/null -D "$TMP/h" --cacert "$CA" -w '%{http_code}' "$@" >"$TMP/code" || true
+  echo "$(cat "$TMP/code") $(sed -n 's/^Skewgate-Reason: \([A-Za-z]*\).*/\1/p' "$TMP/h")"
+}
+
+note "curl: missing and wrong tokens get 403 with the reason; right ones are admitted"
+[ "$(status_of "$url")" = "403 TokenMissing" ] || fail "no token: $(status_of "$url")"
+[ "$(status_of -H "Authorization: Bearer nope" "$url")" = "403 TokenInvalid" ] || fail "wrong bearer"
+[ "$(status_of "$url?token=nope")" = "403 TokenInvalid" ] || fail "wrong parameter"
+[ "$(status_of -H "Authorization: Basic eDp5" "$url")" = "403 TokenMissing" ] || fail "another scheme"
+[ "$(status_of -H "Authorization: Bearer $TOK_A" "$url")" = "200 " ] || fail "bearer A: $(status_of -H "Authorization: Bearer $TOK_A" "$url")"
+[ "$(status_of "$url?token=$TOK_B")" = "200 " ] || fail "parameter B"
+[ "$(status_of "http://127.0.0.1:$PLAIN_PORT/config/worker?a=1&token=$TOK_A&b=2")" = "200 " ] || fail "plain, parameter among others"
+# Ungated paths are not judged.
+[ "$(status_of "http://127.0.0.1:$PLAIN_PORT/healthz")" = "200 " ] || fail "/healthz was judged"
+
+note "a 403 keeps the connection: the next request on it is answered"
+codes=$(curl -s --cacert "$CA" -o /dev/null -o /dev/null -w '%{http_code}%{num_connects}\n' \
+  "$url" -H "Authorization: Bearer $TOK_A" --next --cacert "$CA" -o /dev/null -w '%{http_code}%{num_connects}\n' \
+  -H "Authorization: Bearer $TOK_A" "$url") || true
+[ "$(tr '\n' ' ' <<<"$codes")" = "2001 2000 " ] || fail "keep-alive across requests: $codes"
+codes=$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}%{num_connects}\n' "$url" \
+  --next --cacert "$CA" -o /dev/null -w '%{http_code}%{num_connects}\n' -H "Authorization: Bearer $TOK_A" "$url") || true
+[ "$(tr '\n' ' ' <<<"$codes")" = "4031 2000 " ] || fail "after a 403 the connection was not reused: $codes"
+
+note "the MCS never sees the token parameter"
+grep -q "GET /config/worker?a=1&b=2 " "$TMP/mcs/access.log" || { cat "$TMP/mcs/access.log"; fail "upstream did not get the target without the token"; }
+grep -q "GET /config/worker HTTP" "$TMP/mcs/access.log" || fail "upstream did not get ?token= stripped"
+
+note "Ignition: the token in httpHeaders boots; none fails at once"
+IGN_HEADERS="[{\"name\": \"Authorization\", \"value\": \"Bearer $TOK_A\"}]" ign_run with_token ||
+  { cat "$TMP/with_token/out"; fail "Ignition with the token failed"; }
+grep -q "Ignition finished successfully" "$TMP/with_token/out" || fail "no success line"
+if ign_run without_token; then fail "Ignition without the token succeeded"; fi
+grep -q "GET result: Forbidden" "$TMP/without_token/out" || { cat "$TMP/without_token/out"; fail "Ignition did not see 403"; }
+if IGN_HEADERS="[{\"name\": \"Authorization\", \"value\": \"Bearer $TOK_C\"}]" ign_run not_yet; then
+  fail "Ignition with a token not accepted yet succeeded"
+fi
+
+note "rotation: previous := A, current := C; A and C accepted, B refused once re-read"
+put_token previous "$TOK_A"
+put_token current "$TOK_C"
+c_accepted() { [ "$(status_of -H "Authorization: Bearer $TOK_C" "$url")" = "200 " ]; }
+wait_until 10 c_accepted || fail "the new token was not accepted after the rotation"
+[ "$(status_of -H "Authorization: Bearer $TOK_A" "$url")" = "200 " ] || fail "the previous token lapsed during the overlap"
+[ "$(status_of -H "Authorization: Bearer $TOK_B" "$url")" = "403 TokenInvalid" ] || fail "the removed token is still accepted"
+IGN_HEADERS="[{\"name\": \"Authorization\", \"value\": \"Bearer $TOK_C\"}]" ign_run rotated ||
+  { cat "$TMP/rotated/out"; fail "Ignition with the new token failed"; }
+
+note "a token file gone at runtime: the last good set stays, and it is logged"
+rm "$tokdir/previous"
+kept_logged() { grep -q '"event":"admission_tokens".*keeping the tokens last loaded: token file '"$tokdir"'/previous' "$GATE_LOG"; }
+wait_until 10 kept_logged || fail "the missing file was not logged"
+[ "$(status_of -H "Authorization: Bearer $TOK_A" "$url")" = "200 " ] || fail "the last good set was dropped"
+put_token previous "$TOK_B"
+b_back() { [ "$(status_of -H "Authorization: Bearer $TOK_B" "$url")" = "200 " ]; }
+wait_until 10 b_back || fail "the file's return was not read"
+[ "$(status_of -H "Authorization: Bearer $TOK_A" "$url")" = "403 TokenInvalid" ] || fail "A still accepted after its file changed"
+
+note "the reasons are counted and logged"
+metrics=$(curl -sf "http://$ADMIN_ADDR/metrics")
+missing=$(sed -n 's/^skewgate_admission_rejects_total{reason="TokenMissing"} //p' <<<"$metrics")
+invalid=$(sed -n 's/^skewgate_admission_rejects_total{reason="TokenInvalid"} //p' <<<"$metrics")
+[ "$missing" = "$(access_count reason TokenMissing)" ] && [ "$missing" -ge 3 ] || fail "TokenMissing: metric $missing, log $(access_count reason TokenMissing)"
+[ "$invalid" = "$(access_count reason TokenInvalid)" ] && [ "$invalid" -ge 4 ] || fail "TokenInvalid: metric $invalid, log $(access_count reason TokenInvalid)"
+grep -q '"decision":"reject","reason":"TokenMissing","status":403' "$GATE_LOG" || fail "no access log line for TokenMissing"
+
+note "no log line holds a token"
+gate_stop
+for t in "$TOK_A" "$TOK_B" "$TOK_C"; do
+  for f in "$GATE_LOG" "$TMP/mcs/access.log" "$TMP/mcs/error.log" "$TMP/mcs/stdout"; do
+    if grep -qF "$t" "$f"; then fail "a token appears in $f"; fi
+  done
+done
+echo "PASS"

@@ -1,0 +1,162 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http/query.h"
+#include "http/request.h"
+#include "proxy/admission_token.h"
+#include "proxy/token_set.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/skewgate-tokens-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static const char *write_file(const char *name, const char *text)
+{
+    static char paths[8][128];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, 128, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+TestSuite(token_set, .init = setup, .fini = teardown);
+
+Test(token_set, tokens_of_several_files_are_accepted_at_once)
+{
+    char err[256];
+    const char *paths[] = {write_file("current", "tok-new-0123\n"), write_file("previous", "tok-old-4567\r\n")};
+    token_set_t *s = token_set_load(paths, 2, err, sizeof err);
+    cr_assert_not_null(s, "%s", err);
+    cr_assert(token_set_contains(s, "tok-new-0123", 12));
+    cr_assert(token_set_contains(s, "tok-old-4567", 12));
+    cr_assert_not(token_set_contains(s, "tok-new-012", 11));      /* a prefix */
+    cr_assert_not(token_set_contains(s, "tok-new-01234", 13));    /* longer */
+    cr_assert_not(token_set_contains(s, "tok-new-0123\n", 13));
+    cr_assert_not(token_set_contains(s, "", 0));
+    char huge[TOKEN_MAX + 1];
+    memset(huge, 'a', sizeof huge);
+    cr_assert_not(token_set_contains(s, huge, sizeof huge));
+    token_set_unref(token_set_ref(s));
+    token_set_unref(s);
+}
+
+Test(token_set, unusable_files_are_errors_naming_the_file_not_the_token)
+{
+    char err[256], big[TOKEN_MAX + 2];
+    memset(big, 'b', TOKEN_MAX + 1);
+    big[TOKEN_MAX + 1] = '\0';
+    struct {
+        const char *text, *why;
+    } cases[] = {
+        {"", "is empty"},
+        {"\n", "is empty"},
+        {"two words\n", "not a visible ASCII"},
+        {"tab\there", "not a visible ASCII"},
+        {"line1\nline2\n", "not a visible ASCII"},
+        {big, "longer than"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *p = write_file("t", cases[i].text);
+        token_set_t *s = token_set_load(&p, 1, err, sizeof err);
+        cr_assert_null(s, "%s", cases[i].text);
+        cr_assert(strstr(err, cases[i].why), "%s", err);
+        cr_assert(strstr(err, p), "%s", err);
+        cr_assert_null(strstr(err, "words"));
+        cr_assert_null(strstr(err, "line2"));
+        cr_assert_null(strstr(err, "bbbb"));
+    }
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s/absent", dir);
+    const char *p = missing;
+    cr_assert_null(token_set_load(&p, 1, err, sizeof err));
+    cr_assert(strstr(err, "No such file"), "%s", err);
+    /* A token exactly TOKEN_MAX long is fine. */
+    big[TOKEN_MAX] = '\0';
+    p = write_file("max", big);
+    token_set_t *s = token_set_load(&p, 1, err, sizeof err);
+    cr_assert_not_null(s, "%s", err);
+    cr_assert(token_set_contains(s, big, TOKEN_MAX));
+    token_set_unref(s);
+}
+
+/* The policy on parsed requests: the header first, then the parameter. */
+static admission_result_t judge(const token_set_t *s, const char *head)
+{
+    static http_header_t fields[32];
+    http_request_t req;
+    http_limits_t lim = {16384, 32, 8192};
+    http_request_init(&req, fields, 32);
+    cr_assert_gt(http_request_parse(head, strlen(head), &lim, &req), 0, "%s", head);
+    return admission_token_judge(s, head, &req);
+}
+
+Test(token_set, admission_reads_bearer_or_query)
+{
+    char err[256];
+    const char *p = write_file("current", "Tok_1.2~3-x\n");
+    token_set_t *s = token_set_load(&p, 1, err, sizeof err);
+    cr_assert_not_null(s, "%s", err);
+    cr_assert_eq(judge(s, "GET /config/worker HTTP/1.1\r\nHost: a\r\n\r\n"), ADMISSION_TOKEN_MISSING);
+    cr_assert_eq(judge(s, "GET /config/worker HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer Tok_1.2~3-x\r\n\r\n"),
+                 ADMISSION_PASS);
+    cr_assert_eq(judge(s, "GET /config/worker HTTP/1.1\r\nHost: a\r\nauthorization: bearer   Tok_1.2~3-x\r\n\r\n"),
+                 ADMISSION_PASS);
+    cr_assert_eq(judge(s, "GET /config/worker HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer wrong\r\n\r\n"),
+                 ADMISSION_TOKEN_INVALID);
+    cr_assert_eq(judge(s, "GET /config/worker HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer\r\n\r\n"),
+                 ADMISSION_TOKEN_MISSING);
+    cr_assert_eq(judge(s, "GET /config/worker HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eDp5\r\n\r\n"),
+                 ADMISSION_TOKEN_MISSING);
+    cr_assert_eq(judge(s, "GET /config/worker?token=Tok_1.2~3-x HTTP/1.1\r\nHost: a\r\n\r\n"), ADMISSION_PASS);
+    cr_assert_eq(judge(s, "GET /config/worker?a=1&token=Tok_1.2~3-x&b HTTP/1.1\r\nHost: a\r\n\r\n"), ADMISSION_PASS);
+    cr_assert_eq(judge(s, "GET /config/worker?token=nope HTTP/1.1\r\nHost: a\r\n\r\n"), ADMISSION_TOKEN_INVALID);
+    cr_assert_eq(judge(s, "GET /config/worker?token= HTTP/1.1\r\nHost: a\r\n\r\n"), ADMISSION_TOKEN_MISSING);
+    cr_assert_eq(judge(s, "GET /config/worker?xtoken=Tok_1.2~3-x HTTP/1.1\r\nHost: a\r\n\r\n"),
+                 ADMISSION_TOKEN_MISSING);
+    /* Another scheme in the header: the parameter still counts. */
+    cr_assert_eq(judge(s, "GET /config/worker?token=Tok_1.2~3-x HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eDp5\r\n\r\n"),
+                 ADMISSION_PASS);
+    token_set_unref(s);
+}
+
+static const char *strip(const char *target)
+{
+    static char out[256];
+    size_t n = http_target_without_param(target, strlen(target), "token", out, sizeof out - 1);
+    out[n] = '\0';
+    return out;
+}
+
+Test(token_set, the_token_parameter_is_cut_from_targets)
+{
+    cr_assert_str_eq(strip("/config/worker"), "/config/worker");
+    cr_assert_str_eq(strip("/config/worker?token=s3cret"), "/config/worker");
+    cr_assert_str_eq(strip("/config/worker?a=1&token=s3cret&b=2"), "/config/worker?a=1&b=2");
+    cr_assert_str_eq(strip("/config/worker?token=x&token=y"), "/config/worker");
+    cr_assert_str_eq(strip("/config/worker?token"), "/config/worker");
+    cr_assert_str_eq(strip("/config/worker?tokens=1&a"), "/config/worker?tokens=1&a");
+    cr_assert_str_eq(strip("/config/worker?"), "/config/worker?");
+    cr_assert_str_eq(strip("http://h/config/worker?b&token=1"), "http://h/config/worker?b");
+    char out[8];
+    cr_assert_eq(http_target_without_param("/config/worker", 14, "token", out, sizeof out), 0);
+    cr_assert(http_target_has_param("/x?a&token=1", 12, "token"));
+    cr_assert_not(http_target_has_param("/x?a&tokenx=1", 13, "token"));
+}
