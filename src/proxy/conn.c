@@ -490,6 +490,7 @@ static void conn_dispatch(conn_t *c)
         admission_result_t why = w->tokens ? admission_token_judge(w->tokens, c->ibuf, req) : ADMISSION_PASS;
         if (why != ADMISSION_PASS) {
             c->log.decision = REQUEST_REJECT;
+            conn_record_held(c, admission_reason_name(why));
             conn_refuse(c, why, !c->keep_alive);
             return;
         }
