@@ -90,18 +90,37 @@ bool kube_event_is_expired(const kube_event_t *ev)
     return ev->code == 410 || (reason && (!strcmp(reason, "Expired") || !strcmp(reason, "Gone")));
 }
 
-int kube_list_parse(const char *body, size_t len, const char *name, json_t **object,
-                    char resource_version[KUBE_RV_MAX], char *err, size_t errlen)
+/* Opaque like a resourceVersion, and it goes back into the next page's
+ * query: it must fit and be printable. */
+static int copy_continue(const json_t *list, char out[KUBE_CONTINUE_MAX])
 {
-    *object = NULL;
+    const char *cont = json_string_value(json_object_get(json_object_get(list, "metadata"), "continue"));
+    out[0] = '\0';
+    if (!cont)
+        return 0;
+    size_t n = strlen(cont);
+    if (n >= KUBE_CONTINUE_MAX)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)cont[i] <= ' ' || (unsigned char)cont[i] >= 0x7f)
+            return -1;
+    memcpy(out, cont, n + 1);
+    return 0;
+}
+
+int kube_list_page_parse(const char *body, size_t len, json_t **items,
+                         char resource_version[KUBE_RV_MAX], char cont[KUBE_CONTINUE_MAX], char *err,
+                         size_t errlen)
+{
+    *items = NULL;
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
         return event_fail(err, errlen, "list answer is not JSON");
     int rc = -1;
-    json_t *items = json_object_get(root, "items");
+    json_t *list = json_object_get(root, "items");
     /* An empty list may come as "items": null. */
-    if (items && !json_is_array(items) && !json_is_null(items)) {
+    if (list && !json_is_array(list) && !json_is_null(list)) {
         event_fail(err, errlen, "list answer without items");
         goto done;
     }
@@ -109,16 +128,20 @@ int kube_list_parse(const char *body, size_t len, const char *name, json_t **obj
         event_fail(err, errlen, "list answer without a usable metadata.resourceVersion");
         goto done;
     }
+    if (copy_continue(root, cont) < 0) {
+        event_fail(err, errlen, "list answer with an unusable metadata.continue");
+        goto done;
+    }
     size_t i;
     json_t *item;
-    json_array_foreach(items, i, item) {
-        const char *n = json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
-        if (json_is_object(item) && n && !strcmp(n, name)) {
-            *object = json_incref(item);
-            break;
+    json_array_foreach(list, i, item) {
+        if (!json_is_object(item)) {
+            event_fail(err, errlen, "list answer with an item that is not an object");
+            goto done;
         }
     }
-    rc = 0;
+    *items = json_is_array(list) ? json_incref(list) : json_array();
+    rc = *items ? 0 : event_fail(err, errlen, "out of memory");
 done:
     json_decref(root);
     return rc;
