@@ -157,6 +157,22 @@ typedef struct config_log {
     bool access;                /* default true */
 } config_log_t;
 
+/* admission.machines (DESIGN 1.7): only the addresses of pending Machines
+ * get a config. The API server is the one of enforcement.kubernetes
+ * (server, ca_file, token_file, insecure_skip_tls_verify, watch_timeout),
+ * whatever enforcement.source says. */
+typedef struct config_admission_machines {
+    bool enabled;               /* default false */
+    char *namespace;            /* default "openshift-machine-api" (machine.openshift.io Machines) */
+    bool cluster_api;           /* cluster_api.enabled, default false: also cluster.x-k8s.io Machines */
+    char *cluster_api_namespace;    /* cluster_api.namespace, default "openshift-cluster-api" */
+    uint32_t page_size;         /* default 100 objects per list page */
+} config_admission_machines_t;
+
+typedef struct config_admission {
+    config_admission_machines_t machines;
+} config_admission_t;
+
 typedef struct config {
     char *path;                 /* the file it came from */
     uint32_t workers;           /* 1..CONFIG_MAX_WORKERS; "auto" (default) is resolved at load to the CPUs
@@ -171,6 +187,7 @@ typedef struct config {
     config_redirect_t redirect;
     config_metrics_t metrics;
     config_log_t log;
+    config_admission_t admission;
 } config_t;
 
 /* Loads and validates a file. NULL with "file:LINE:COL: problem" in err. */

@@ -117,6 +117,10 @@ bool conn_will_close(const conn_t *c);
 void conn_keep_alive_off(conn_t *c);
 /* An error answered with an empty body: status, reason, whether to close. */
 void conn_send_error(conn_t *c, int status, const char *reason, bool close_after);
+/* For the admission policies: a gated request answered with bytes
+ * rendered once per process (static); the connection stays open unless
+ * the client asked to close, as a hold does. */
+void conn_send_prepared(conn_t *c, const char *data, size_t len);
 /* Sets the connection's deadline (header, idle or queue) ms from now, or
  * clears it (CONN_DEADLINE_NONE). Moving it later costs a store: the timer
  * re-arms itself when it fires early, so requests do not touch the timer. */

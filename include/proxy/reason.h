@@ -55,6 +55,17 @@ const char *gate_reason_name(gate_reason_t r);
  * response went to the client, counts as. */
 metrics_upstream_error_t gate_reason_upstream_kind(gate_reason_t r);
 
+/* Why an admission policy (DESIGN 1.7) refused or held a gated request:
+ * the series of skewgate_admission_rejects_total{reason} and the
+ * Skewgate-Reason word. */
+typedef enum {
+    ADMISSION_UNKNOWN_MACHINE,  /* held, 503: no Machine or Node has the client's address (yet) */
+    ADMISSION_ACTIVE_NODE,      /* refused, 403: the address of a Node, or of a Machine with a nodeRef */
+    ADMISSION__COUNT
+} admission_reason_t;
+
+const char *admission_reason_name(admission_reason_t r);   /* "UnknownMachine", ... */
+
 /* What the gate did with a request, as the access log and
  * skewgate_requests_total{decision} say it. */
 typedef enum {

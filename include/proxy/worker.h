@@ -14,6 +14,7 @@
 #include <openssl/ssl.h>
 
 #include "conf/config.h"
+#include "core/addrset.h"
 #include "proxy/accesslog.h"
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
@@ -31,6 +32,7 @@ enum {
     WORKER_CMD_SNAPSHOT = 1u << 0,
     WORKER_CMD_STOP = 1u << 1,
     WORKER_CMD_TLS = 1u << 2,
+    WORKER_CMD_ADDRSET = 1u << 3,
 };
 
 typedef struct worker {
@@ -47,6 +49,8 @@ typedef struct worker {
     _Atomic(gate_snapshot_t *) next_snapshot;
     SSL_CTX *_Atomic next_tls[CONFIG_MAX_LISTENERS];
     gate_snapshot_t *snapshot;      /* read on every request; this thread only */
+    _Atomic(addrset_t *) next_addrset;
+    addrset_t *addrset;             /* admission.machines; NULL until the first full list */
 
     /* Each module's own per-thread state. */
     conn_set_t conns;               /* conn.c */
@@ -70,6 +74,7 @@ void worker_destroy(worker_t *w);
 /* Main thread -> worker: hands over a reference. */
 void worker_publish_snapshot(worker_t *w, gate_snapshot_t *snap);
 void worker_publish_tls(worker_t *w, size_t listener, SSL_CTX *ctx);
+void worker_publish_addrset(worker_t *w, addrset_t *set);
 void worker_stop(worker_t *w);
 
 #endif

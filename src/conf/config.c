@@ -46,6 +46,9 @@ static const range_t idle_count = {0, 10000};
 static const range_t concurrent_count = {1, 100000};
 static const range_t queue_count = {0, 1000000};
 static const range_t port_number = {1, 65535};
+/* A page of real Nodes is about 10 KiB an object: 1000 stay well below
+ * the client's 8 MiB answer limit. */
+static const range_t page_count = {1, 1000};
 
 static const addr_rules_t listen_rules = {.port_zero = true, .wildcard = true};
 static const addr_rules_t upstream_rules = {0};
@@ -268,6 +271,27 @@ static const field_t log_fields[] = {
 };
 static const schema_t log_schema = SCHEMA(log_fields);
 
+#define MACHINES_FIELD(name) offsetof(config_admission_machines_t, name)
+static const field_t cluster_api_fields[] = {
+    {"enabled", schema_read_bool, MACHINES_FIELD(cluster_api), NULL},
+    {"namespace", conf_read_kube_name, MACHINES_FIELD(cluster_api_namespace), NULL},
+};
+/* Its offsets are config_admission_machines_t's: the submap reads into it. */
+static const schema_t cluster_api_schema = SCHEMA(cluster_api_fields);
+
+static const field_t machines_fields[] = {
+    {"enabled", schema_read_bool, MACHINES_FIELD(enabled), NULL},
+    {"namespace", conf_read_kube_name, MACHINES_FIELD(namespace), NULL},
+    {"cluster_api", schema_read_submap, 0, &cluster_api_schema},
+    {"page_size", schema_read_count, MACHINES_FIELD(page_size), &page_count},
+};
+static const schema_t machines_schema = SCHEMA(machines_fields);
+
+static const field_t admission_fields[] = {
+    {"machines", schema_read_submap, offsetof(config_admission_t, machines), &machines_schema},
+};
+static const schema_t admission_schema = SCHEMA(admission_fields);
+
 #define CONFIG_FIELD(name) offsetof(config_t, name)
 static const field_t root_fields[] = {
     {"workers", conf_read_workers, CONFIG_FIELD(workers), NULL},
@@ -281,6 +305,7 @@ static const field_t root_fields[] = {
     {"redirect", schema_read_submap, CONFIG_FIELD(redirect), &redirect_schema},
     {"metrics", schema_read_submap, CONFIG_FIELD(metrics), &metrics_schema},
     {"log", schema_read_submap, CONFIG_FIELD(log), &log_schema},
+    {"admission", schema_read_submap, CONFIG_FIELD(admission), &admission_schema},
 };
 static const schema_t root_schema = SCHEMA(root_fields);
 
@@ -325,6 +350,7 @@ static int set_defaults(loader_t *ld, config_t *cfg)
     cfg->metrics.enabled = false;
     config_parse_addr("127.0.0.1:22646", &cfg->metrics.addr);
     cfg->log = (config_log_t){.level = LOG_INFO, .access = true};
+    cfg->admission.machines.page_size = 100;
 
     cfg->gate.n_prefixes = 1;
     if (schema_set_string(ld, ld->root, &cfg->gate.prefixes[0], "/config/") < 0 ||
@@ -332,7 +358,10 @@ static int set_defaults(loader_t *ld, config_t *cfg)
         schema_set_string(ld, ld->root, &e->kubernetes.ca_file, SERVICE_ACCOUNT_DIR "/ca.crt") < 0 ||
         schema_set_string(ld, ld->root, &e->kubernetes.token_file, SERVICE_ACCOUNT_DIR "/token") < 0 ||
         schema_set_string(ld, ld->root, &e->kubernetes.name, "cluster") < 0 ||
-        schema_set_string(ld, ld->root, &cfg->redirect.table, "skewgate") < 0)
+        schema_set_string(ld, ld->root, &cfg->redirect.table, "skewgate") < 0 ||
+        schema_set_string(ld, ld->root, &cfg->admission.machines.namespace, "openshift-machine-api") < 0 ||
+        schema_set_string(ld, ld->root, &cfg->admission.machines.cluster_api_namespace,
+                          "openshift-cluster-api") < 0)
         return -1;
     return 0;
 }
@@ -727,6 +756,8 @@ void config_free(config_t *cfg)
     free(k->name);
     free(cfg->enforcement.file.path);
     free(cfg->redirect.table);
+    free(cfg->admission.machines.namespace);
+    free(cfg->admission.machines.cluster_api_namespace);
     for (size_t i = 0; i < cfg->gate.n_prefixes; i++)
         free(cfg->gate.prefixes[i]);
     free(cfg->path);

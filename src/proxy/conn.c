@@ -11,6 +11,7 @@
 #include "http/accept.h"
 #include "http/path.h"
 #include "proxy/accesslog.h"
+#include "proxy/admission_machines.h"
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
 #include "proxy/local_response.h"
@@ -336,6 +337,11 @@ void conn_send_error(conn_t *c, int status, const char *reason, bool close_after
     conn_send_local(c, text, len, NULL, close_after);
 }
 
+void conn_send_prepared(conn_t *c, const char *data, size_t len)
+{
+    conn_send_local(c, data, len, NULL, !c->keep_alive);
+}
+
 static void conn_copy_pool(conn_t *c, const char *clean, size_t len)
 {
     /* The MCS takes the last path segment as the pool name. */
@@ -410,6 +416,8 @@ static void conn_dispatch(conn_t *c)
     }
     if (conn_path_gated(&w->cfg->gate, clean, clean_len)) {
         conn_copy_pool(c, clean, clean_len);
+        if (w->cfg->admission.machines.enabled && admission_machines_refuse(c))
+            return;
         const gate_snapshot_t *snap = w->snapshot;
         if (!snap->admit) {
             conn_reject(c, snap);

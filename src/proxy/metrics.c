@@ -244,6 +244,17 @@ static void metrics_render_upstream(FILE *f, const metrics_worker_t *const *work
                                                     k * sizeof(metrics_counter_t)));
 }
 
+static void metrics_render_admission(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
+{
+    metrics_head(f, "skewgate_admission_rejects_total", "counter",
+                 "Gated requests an admission policy held or refused, by reason.");
+    for (size_t r = 0; r < ADMISSION__COUNT; r++)
+        fprintf(f, "skewgate_admission_rejects_total{reason=\"%s\"} %" PRIu64 "\n",
+                admission_reason_name((admission_reason_t)r),
+                metrics_sum(workers, n_workers, offsetof(metrics_worker_t, admission_rejects) +
+                                                    r * sizeof(metrics_counter_t)));
+}
+
 static void metrics_render_connections(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
 {
     metrics_head(f, "skewgate_connections", "gauge", "Open client connections, by transport.");
@@ -291,6 +302,7 @@ char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, c
     metrics_render_duration(f, workers, n_workers);
     metrics_render_upstream(f, workers, n_workers);
     metrics_render_connections(f, workers, n_workers);
+    metrics_render_admission(f, workers, n_workers);
     metrics_render_gate(f, g);
     if (ferror(f))
         rc = -1;

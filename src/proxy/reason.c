@@ -52,3 +52,12 @@ const char *request_decision_name(request_decision_t d)
     };
     return (unsigned)d < sizeof names / sizeof names[0] ? names[d] : "error";
 }
+
+const char *admission_reason_name(admission_reason_t r)
+{
+    static const char *const names[ADMISSION__COUNT] = {
+        [ADMISSION_UNKNOWN_MACHINE] = "UnknownMachine",
+        [ADMISSION_ACTIVE_NODE] = "ActiveNode",
+    };
+    return (unsigned)r < ADMISSION__COUNT ? names[r] : NULL;
+}

@@ -80,6 +80,15 @@ static void worker_on_notify(evutil_socket_t fd, short what, void *arg)
             w->snapshot = snap;
         }
     }
+    if (cmds & WORKER_CMD_ADDRSET) {
+        addrset_t *set = atomic_exchange(&w->next_addrset, NULL);
+        if (set) {
+            /* Nothing else holds the old set: a request looks it up and
+             * is done with it. */
+            addrset_unref(w->addrset);
+            w->addrset = set;
+        }
+    }
     if (cmds & WORKER_CMD_TLS) {
         for (size_t i = 0; i < w->n_listeners; i++) {
             SSL_CTX *ctx = atomic_exchange(&w->next_tls[i], NULL);
@@ -108,6 +117,12 @@ void worker_publish_snapshot(worker_t *w, gate_snapshot_t *snap)
     if (old)
         gate_snapshot_unref(old);
     worker_notify(w, WORKER_CMD_SNAPSHOT);
+}
+
+void worker_publish_addrset(worker_t *w, addrset_t *set)
+{
+    addrset_unref(atomic_exchange(&w->next_addrset, set));
+    worker_notify(w, WORKER_CMD_ADDRSET);
 }
 
 void worker_publish_tls(worker_t *w, size_t listener, SSL_CTX *ctx)
@@ -195,6 +210,8 @@ void worker_destroy(worker_t *w)
     conn_set_destroy(&w->conns);
     if (w->snapshot)
         gate_snapshot_unref(w->snapshot);
+    addrset_unref(w->addrset);
+    addrset_unref(atomic_exchange(&w->next_addrset, NULL));
     gate_snapshot_t *pending = atomic_exchange(&w->next_snapshot, NULL);
     if (pending)
         gate_snapshot_unref(pending);
