@@ -114,4 +114,4 @@ def generated_node(i, prefix, base_octets):
                                      {"type": "Hostname", "address": "%s-%05d" % (prefix, i)}],
                        # bulk a real Node carries, so that pages have a realistic size
                        "images": [{"names": ["quay.io/openshift/image-%d@sha256:%064x" % (j, i * 64 + j)],
-                                   "sizeBytes": 100000000 + j} for j in range(8)]}}
+                                   "sizeBytes": 100000000 + j} for j in range(24)]}}
