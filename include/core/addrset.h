@@ -50,6 +50,10 @@ addrset_class_t addrset_lookup(const addrset_t *s, const struct sockaddr_storage
 addrset_class_t addrset_lookup_key(const addrset_t *s, const addrset_key_t *key);
 /* Distinct addresses of each class; cls ADDRSET_UNKNOWN: all of them. */
 size_t addrset_count(const addrset_t *s, addrset_class_t cls);
+/* The most slots a member's lookup looks at: the hash's quality, logged
+ * with each set (1 or 2 for a good one; hosts of one subnet must not
+ * collide). */
+size_t addrset_longest_probe(const addrset_t *s);
 
 addrset_t *addrset_ref(addrset_t *s);
 /* Frees the set with its last reference; NULL is ignored. Any thread. */

@@ -175,7 +175,8 @@ static void build_and_publish(machines_watch_t *m)
     for (size_t i = 0; i < m->n_colls; i++)
         machines += m->colls[i].is_node ? 0 : json_object_size(m->colls[i].records);
     log_json(LOG_INFO, "machines_published",
-             json_pack("{s:I, s:I, s:I, s:I}", "pending", (json_int_t)addrset_count(set, ADDRSET_PENDING),
+             json_pack("{s:I, s:I, s:I, s:I, s:I}", "longest_probe", (json_int_t)addrset_longest_probe(set),
+                       "pending", (json_int_t)addrset_count(set, ADDRSET_PENDING),
                        "active", (json_int_t)addrset_count(set, ADDRSET_ACTIVE), "machines",
                        (json_int_t)machines, "nodes",
                        (json_int_t)json_object_size(m->colls[COLL_NODES].records)));

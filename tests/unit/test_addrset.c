@@ -94,6 +94,8 @@ Test(addrset, large_set_finds_every_member_and_no_other)
     }
     addrset_t *s = addrset_build(&b);
     cr_assert_not_null(s);
+    /* Hosts of a few /16s, as a cluster's Nodes are: no long chains. */
+    cr_expect_leq(addrset_longest_probe(s), 24, "longest probe %zu", addrset_longest_probe(s));
     for (int i = 0; i < 20000; i++) {
         snprintf(ip, sizeof ip, "10.%d.%d.%d", i >> 16, (i >> 8) & 255, i & 255);
         struct sockaddr_storage ss = v4(ip);
@@ -102,6 +104,21 @@ Test(addrset, large_set_finds_every_member_and_no_other)
         ss = v4(ip);
         cr_assert_eq(addrset_lookup(s, &ss), ADDRSET_UNKNOWN, "%s", ip);
     }
+    addrset_unref(s);
+}
+
+Test(addrset, one_subnet_spreads_over_the_slots)
+{
+    addrset_builder_t b = {0};
+    char ip[48];
+    for (int i = 0; i < 4096; i++) {
+        snprintf(ip, sizeof ip, "10.128.%d.%d", i >> 8, i & 255);
+        add(&b, ip, ADDRSET_ACTIVE);
+        snprintf(ip, sizeof ip, "fd00:10:128::%x", i);
+        add(&b, ip, ADDRSET_PENDING);
+    }
+    addrset_t *s = addrset_build(&b);
+    cr_expect_leq(addrset_longest_probe(s), 24, "longest probe %zu", addrset_longest_probe(s));
     addrset_unref(s);
 }
 
