@@ -13,23 +13,33 @@ static int event_fail(char *err, size_t errlen, const char *why)
     return -1;
 }
 
-/* A resourceVersion is opaque but must fit and be printable: it goes back
- * into the next watch's query. */
+/* A resourceVersion or a continue token is opaque but must fit and be
+ * printable: it goes back into the next request's query. 0 with out set
+ * (to "" for NULL), -1 when it does not fit or has unprintable bytes. */
+static int copy_token(const char *token, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (!token)
+        return 0;
+    size_t n = strlen(token);
+    if (n >= cap)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)token[i] <= ' ' || (unsigned char)token[i] >= 0x7f)
+            return -1;
+    memcpy(out, token, n + 1);
+    return 0;
+}
+
 static int copy_resource_version(const json_t *object, char out[KUBE_RV_MAX])
 {
     const char *rv = json_string_value(json_object_get(json_object_get(object, "metadata"),
                                                        "resourceVersion"));
-    out[0] = '\0';
-    if (!rv || !*rv)
+    if (!rv || !*rv) {
+        out[0] = '\0';
         return -1;
-    size_t n = strlen(rv);
-    if (n >= KUBE_RV_MAX)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)rv[i] <= ' ' || (unsigned char)rv[i] >= 0x7f)
-            return -1;
-    memcpy(out, rv, n + 1);
-    return 0;
+    }
+    return copy_token(rv, out, KUBE_RV_MAX);
 }
 
 static void describe_status(const json_t *status, char *out, size_t outlen)
@@ -90,22 +100,10 @@ bool kube_event_is_expired(const kube_event_t *ev)
     return ev->code == 410 || (reason && (!strcmp(reason, "Expired") || !strcmp(reason, "Gone")));
 }
 
-/* Opaque like a resourceVersion, and it goes back into the next page's
- * query: it must fit and be printable. */
 static int copy_continue(const json_t *list, char out[KUBE_CONTINUE_MAX])
 {
-    const char *cont = json_string_value(json_object_get(json_object_get(list, "metadata"), "continue"));
-    out[0] = '\0';
-    if (!cont)
-        return 0;
-    size_t n = strlen(cont);
-    if (n >= KUBE_CONTINUE_MAX)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)cont[i] <= ' ' || (unsigned char)cont[i] >= 0x7f)
-            return -1;
-    memcpy(out, cont, n + 1);
-    return 0;
+    return copy_token(json_string_value(json_object_get(json_object_get(list, "metadata"), "continue")),
+                      out, KUBE_CONTINUE_MAX);
 }
 
 int kube_list_page_parse(const char *body, size_t len, json_t **items,
