@@ -5,7 +5,7 @@
 # (403 ActiveNode); an unknown address held, then admitted once its Machine
 # appears through the watch; refused once the Machine gets its nodeRef;
 # Nodes listed in pages (4000 generated, ~14 MB as one answer, past the
-# client's 8 MiB limit) within bounded memory; the reason in the answer,
+# client's 8 MiB limit; pages of 500, ~1.8 MB each) within bounded memory; the reason in the answer,
 # the access log and skewgate_admission_rejects_total; `check` prints the
 # RBAC the config needs.
 . "$(dirname "$0")/lib_kube.sh"
@@ -30,7 +30,7 @@ MACHINES="admission:
   machines:
     enabled: true
     namespace: $NS
-    page_size: 200
+    page_size: 500
     cluster_api:
       enabled: true"
 
@@ -49,7 +49,7 @@ grep -qx "  Role in $NS: apiGroups \[machine.openshift.io\] resources \[machines
 grep -q "Role in openshift-cluster-api: apiGroups \[cluster.x-k8s.io\]" <<<"$out" || die "no CAPI rule in: $out"
 
 note "until the first full list every client is held (UnknownMachine)"
-fa_ctl '{"fault":"stall","seconds":3}' >/dev/null
+fa_ctl '{"fault":"stall","seconds":8}' >/dev/null
 kube_gate_start hold "$MACHINES"
 from() {  # from ADDR: the status a client at ADDR gets for /config/worker
   curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface "$1" "http://127.0.0.1:$PLAIN_PORT/config/worker" || true
@@ -61,10 +61,10 @@ reason_from() {
 [ "$(from 127.0.0.2)" = 503 ] || die "a pending machine was not held before the first list"
 [ "$(reason_from 127.0.0.2)" = UnknownMachine ] || die "held without UnknownMachine"
 published() { [ "$(log_count machines_published)" -ge 1 ]; }
-wait_until 20 published || die "the address set was never published"
+wait_until 60 published || die "the address set was never published"
 
-note "the Nodes came in pages of 200"
-grep '"event":"source_listed"' "$GATE_LOG" | grep -q 'Nodes: 4001 objects in 21 pages' || die "the Nodes list was not paged as expected"
+note "the Nodes came in pages of 500"
+grep '"event":"source_listed"' "$GATE_LOG" | grep -q 'Nodes: 4001 objects in 9 pages' || die "the Nodes list was not paged as expected"
 grep '"event":"machines_published"' "$GATE_LOG" | grep -q '"pending":1' || die "not one pending address"
 
 note "a pending machine is admitted; a node and an active CAPI machine are refused"
@@ -101,7 +101,7 @@ grep -qE '^skewgate_admission_rejects_total\{reason="ActiveNode"\} [1-9]' <<<"$m
 note "the watch resumes after a 410 by listing again"
 lists=$(log_count source_listed Nodes)
 fa_ctl '{"fault":"watch_error","code":410,"reason":"Expired"}' >/dev/null
-wait_until 10 log_count_above source_listed "$lists" Nodes || die "no relist of the Nodes after 410"
+wait_until 60 log_count_above source_listed "$lists" Nodes || die "no relist of the Nodes after 410"
 machine pending-3 127.0.0.5
 wait_until 5 from_is 127.0.0.5 200 || die "a machine added after the relist is not admitted"
 
