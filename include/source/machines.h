@@ -31,9 +31,6 @@ machines_watch_t *machines_watch_new(struct event_base *base, const config_t *cf
 /* Connects and lists. 0, or -1 (logged) when the API server settings are
  * unusable. */
 int machines_watch_start(machines_watch_t *m);
-/* Every collection listed at least once: a set has been published. */
-bool machines_watch_synced(const machines_watch_t *m);
-uint64_t machines_watch_reconnects(const machines_watch_t *m);
 void machines_watch_free(machines_watch_t *m);
 
 /* The RBAC rules cfg needs of the API server, as `skewgate check` prints

@@ -269,19 +269,6 @@ int machines_watch_start(machines_watch_t *m)
     return 0;
 }
 
-bool machines_watch_synced(const machines_watch_t *m)
-{
-    return m->synced;
-}
-
-uint64_t machines_watch_reconnects(const machines_watch_t *m)
-{
-    uint64_t n = 0;
-    for (size_t i = 0; i < m->n_colls; i++)
-        n += m->colls[i].reflector ? kube_reflector_reconnects(m->colls[i].reflector) : 0;
-    return n;
-}
-
 void machines_watch_free(machines_watch_t *m)
 {
     if (!m)
