@@ -11,8 +11,28 @@ set -euo pipefail
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); n=${2:-2000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d /tmp/skewgate-callgrind.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+fake=
+trap '[ -z "$fake" ] || kill "$fake"; rm -rf "$tmp"' EXIT
 cp "$root/tests/fixtures/machineconfiguration/automatic-out-of-skew.yaml" "$tmp/mc.yaml"
+admission=
+if [ -n "${CALLGRIND_MACHINES:-}" ]; then
+  echo callgrind >"$tmp/token"
+  /usr/bin/python3 "$root/tests/fakeapi/fakeapi.py" --plain-http --token-file "$tmp/token" \
+    --port-file "$tmp/fa.port" 2>"$tmp/fa.log" &
+  fake=$!
+  for i in $(seq 200); do [ -s "$tmp/fa.port" ] && break; sleep 0.05; done
+  fa="http://127.0.0.1:$(cat "$tmp/fa.port")"
+  ip=127.0.0.1
+  [ "$CALLGRIND_MACHINES" = pending ] || ip=127.0.0.9
+  curl -sf -o /dev/null -d '{"fault":"generate_nodes","count":1000}' "$fa/_fake/fault"
+  curl -sf -o /dev/null -d "{\"fault\":\"set_resource\",\"resource\":\"machines.machine.openshift.io\",\"object\":{\"metadata\":{\"name\":\"m\",\"namespace\":\"openshift-machine-api\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$ip\"}]}}}" "$fa/_fake/fault"
+  admission="  kubernetes:
+    server: $fa
+    token_file: $tmp/token
+admission:
+  machines:
+    enabled: true"
+fi
 cat >"$tmp/gate.yaml" <<YAML
 workers: 1
 listeners:
@@ -23,6 +43,7 @@ enforcement:
   source: file
   file:
     path: $tmp/mc.yaml
+$admission
 admin:
   enabled: false
 log:
@@ -42,6 +63,10 @@ total_ir() {
     sleep 0.05
   done
   [ -n "$port" ] || { cat "$log" >&2; exit 1; }
+  if [ -n "$admission" ]; then
+    for i in $(seq 600); do grep -q '"event":"machines_published"' "$log" && break; sleep 0.05; done
+    grep -q '"event":"machines_published"' "$log" || { cat "$log" >&2; exit 1; }
+  fi
   curl -s -o /dev/null ${curl_args[@]+"${curl_args[@]}"} "http://127.0.0.1:$port/config/worker?[1-$1]"
   kill -TERM "$pid"
   wait "$pid" || true

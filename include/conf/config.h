@@ -180,14 +180,27 @@ typedef struct config_admission_token {
     size_t n_files;
 } config_admission_token_t;
 
-typedef struct config_admission {
-    config_admission_token_t token;
-} config_admission_t;
-
 typedef struct config_log {
     log_level_t level;          /* default info */
     bool access;                /* default true */
 } config_log_t;
+
+/* admission.machines (DESIGN 1.7): only the addresses of pending Machines
+ * get a config. The API server is the one of enforcement.kubernetes
+ * (server, ca_file, token_file, insecure_skip_tls_verify, watch_timeout),
+ * whatever enforcement.source says. */
+typedef struct config_admission_machines {
+    bool enabled;               /* default false */
+    char *namespace;            /* default "openshift-machine-api" (machine.openshift.io Machines) */
+    bool cluster_api;           /* cluster_api.enabled, default false: also cluster.x-k8s.io Machines */
+    char *cluster_api_namespace;    /* cluster_api.namespace, default "openshift-cluster-api" */
+    uint32_t page_size;         /* default 100 objects per list page */
+} config_admission_machines_t;
+
+typedef struct config_admission {
+    config_admission_token_t token;
+    config_admission_machines_t machines;
+} config_admission_t;
 
 typedef struct config {
     char *path;                 /* the file it came from */

@@ -76,6 +76,8 @@ typedef enum {
     ADMISSION_TOKEN_INVALID,        /* 403: a token, not one of the accepted ones */
     ADMISSION_BAD_PROXY_HEADER,     /* 400: no valid PROXY header within header_timeout */
     ADMISSION_UNTRUSTED_PROXY,      /* 400: a PROXY listener's peer outside trusted_proxies */
+    ADMISSION_UNKNOWN_MACHINE,      /* held, 503: no Machine or Node has the client's address (yet) */
+    ADMISSION_ACTIVE_NODE,          /* 403: the address of a Node, or of a Machine with a nodeRef */
     ADMISSION__RESULTS
 } admission_result_t;
 

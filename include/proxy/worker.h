@@ -14,6 +14,7 @@
 #include <openssl/ssl.h>
 
 #include "conf/config.h"
+#include "core/addrset.h"
 #include "proxy/accesslog.h"
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
@@ -56,6 +57,7 @@ enum {
     WORKER_CMD_STOP = 1u << 1,
     WORKER_CMD_RELOAD = 1u << 2,
     WORKER_CMD_TOKENS = 1u << 3,
+    WORKER_CMD_ADDRSET = 1u << 4,
 };
 
 typedef struct worker {
@@ -77,6 +79,8 @@ typedef struct worker {
     gate_snapshot_t *snapshot;      /* read on every request; this thread only */
     _Atomic(token_set_t *) next_tokens;
     token_set_t *tokens;            /* admission.token's accepted tokens; NULL: the policy is off */
+    _Atomic(addrset_t *) next_addrset;
+    addrset_t *addrset;             /* admission.machines; NULL until the first full list */
 
     /* Each module's own per-thread state. */
     conn_set_t conns;               /* conn.c */
@@ -111,6 +115,7 @@ void worker_publish_reload(worker_t *w, worker_reload_t *r);
 /* Frees a reload no worker took, closing its new sockets. */
 void worker_reload_free(worker_reload_t *r);
 void worker_publish_tokens(worker_t *w, token_set_t *set);
+void worker_publish_addrset(worker_t *w, addrset_t *set);
 void worker_stop(worker_t *w);
 
 #endif

@@ -28,6 +28,7 @@ typedef struct source_ops {
     const char *kind;               /* "file", "kubernetes" */
     int (*start)(source_t *src);    /* 0 or -1 */
     void (*destroy)(source_t *src); /* frees everything, src included */
+    uint64_t (*reconnects)(const source_t *src);    /* retries after an error; NULL: none */
 } source_ops_t;
 
 struct source {
@@ -36,7 +37,6 @@ struct source {
     source_update_fn update;
     void *arg;
     double last_sync;   /* wall-clock seconds of the last confirmed view; 0 = never */
-    uint64_t reconnects;    /* retries after an error (the Kubernetes source) */
 };
 
 /* Starts watching; may report the first view before it returns. 0 or -1. */
@@ -67,7 +67,8 @@ source_t *source_file_new(struct event_base *base, const config_source_file_t *c
 
 /* The Kubernetes source: list+watch of the MachineConfiguration cfg->name
  * on the API server (in-cluster when cfg->server is ""), reconnecting with
- * backoff; FAILING while it cannot confirm its view. cfg is copied;
+ * backoff; FAILING while it cannot confirm its view. cfg is borrowed (its
+ * strings must outlive the source);
  * configuration errors (no in-cluster environment, an unreadable CA file)
  * are logged and fail source_start. NULL when out of memory. */
 source_t *source_kube_new(struct event_base *base, const config_source_kube_t *cfg,

@@ -7,6 +7,7 @@
 #include "conf/config.h"
 #include "proxy/token_set.h"
 #include "source/kube/token.h"
+#include "source/machines.h"
 #include "tls/tls.h"
 
 typedef struct check_run {
@@ -54,12 +55,13 @@ static int check_token_file(check_run_t *run, const char *path, const char *what
     return 0;
 }
 
-/* --files with the Kubernetes source: its CA file (unless the server is
- * plain http://) and its token file load as `run` would load them. */
+/* --files with the Kubernetes source or admission.machines (which uses
+ * its connection): its CA file (unless the server is plain http://) and
+ * its token file load as `run` would load them. */
 static int stage_kube_files(check_run_t *run)
 {
     const config_enforcement_t *e = &run->cfg->enforcement;
-    if (!run->files || e->source != SOURCE_KIND_KUBERNETES)
+    if (!run->files || (e->source != SOURCE_KIND_KUBERNETES && !run->cfg->admission.machines.enabled))
         return 0;
     const config_source_kube_t *k = &e->kubernetes;
     if (strncmp(k->server, "http://", 7) != 0) {
@@ -123,6 +125,8 @@ static void check_usage(FILE *out)
             "\n"
             "Loads and validates a configuration file as 'skewgate run' would, and\n"
             "prints 'FILE: ok' (exit 0) or the first problem as FILE:LINE:COL (exit 2).\n"
+            "With admission.machines on, it then prints the RBAC rules the service\n"
+            "account needs (the gate's ClusterRole and the admission-machines component).\n"
             "\n"
             "options:\n"
             "  -c, --config FILE   the configuration file\n"
@@ -173,11 +177,19 @@ int cmd_check(int argc, char **argv)
     int ok = 1;
     for (size_t i = 0; ok && i < sizeof check_stages / sizeof check_stages[0]; i++)
         ok = check_stages[i](&run) == 0;
-    config_free(run.cfg);
     if (!ok) {
+        config_free(run.cfg);
         fprintf(stderr, "%s\n", run.err);
         return 2;
     }
     printf("%s: ok\n", path);
+    /* The admission policies need more than the gate's base ClusterRole
+     * (deploy/kubernetes/components/admission-machines): say what. */
+    if (run.cfg->admission.machines.enabled) {
+        char rules[2048];
+        machines_watch_rbac(run.cfg, rules, sizeof rules);
+        printf("rbac: the service account needs get, list and watch on:\n%s", rules);
+    }
+    config_free(run.cfg);
     return 0;
 }

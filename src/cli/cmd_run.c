@@ -18,6 +18,7 @@
 #include "tls/tls.h"
 #include "source/controller.h"
 #include "proxy/token_watch.h"
+#include "source/machines.h"
 #include "proxy/worker.h"
 #include "os/socket.h"
 #include "core/addr.h"
@@ -62,6 +63,32 @@ static int gate_admission(gate_t *g, char *err, size_t errlen)
         return 0;
     g->tokens = token_watch_start(g->base, &g->cfg->admission.token, gate_publish_tokens, g, err, errlen);
     return g->tokens ? 0 : -1;
+}
+
+static void gate_publish_addrset(addrset_t *set, void *arg)
+{
+    gate_t *g = arg;
+    for (unsigned i = 0; i < g->n_workers; i++)
+        worker_publish_addrset(&g->workers[i], addrset_ref(set));
+    addrset_unref(set);
+}
+
+/* admission.machines: until its first full list the workers have no set
+ * and hold every gated request (UnknownMachine). */
+static int gate_machines(gate_t *g, char *err, size_t errlen)
+{
+    if (!g->cfg->admission.machines.enabled)
+        return 0;
+    g->machines = machines_watch_new(g->base, g->cfg, gate_publish_addrset, g);
+    if (!g->machines) {
+        snprintf(err, errlen, "admission.machines: out of memory");
+        return -1;
+    }
+    if (machines_watch_start(g->machines) < 0) {
+        snprintf(err, errlen, "admission.machines: the Machines and Nodes watch failed to start");
+        return -1;
+    }
+    return 0;
 }
 
 static void gate_on_stop(evutil_socket_t sig, short what, void *arg)
@@ -201,6 +228,7 @@ static void gate_free(gate_t *g)
         free(g->workers);
     }
     free(g->held_tables);
+    machines_watch_free(g->machines);
     if (g->ctl)
         verdict_ctl_free(g->ctl);
     if (g->source)
@@ -279,6 +307,8 @@ static int gate_run(gate_t *g)
         }
         w->tokens = atomic_exchange(&w->next_tokens, NULL);
     }
+    if (gate_machines(g, err, sizeof err) < 0)
+        goto fail;
     g->sig_term = evsignal_new(g->base, SIGTERM, gate_on_stop, g);
     g->sig_int = evsignal_new(g->base, SIGINT, gate_on_stop, g);
     g->sig_hup = evsignal_new(g->base, SIGHUP, gate_on_reload, g);

@@ -15,6 +15,7 @@
 #include "proxy/token_watch.h"
 #include "proxy/worker.h"
 #include "source/controller.h"
+#include "source/machines.h"
 #include "source/source.h"
 
 typedef struct gate {
@@ -34,6 +35,7 @@ typedef struct gate {
     admin_t *admin;
     metrics_listener_t *metrics;
     token_watch_t *tokens;      /* admission.token; NULL: the policy is off */
+    machines_watch_t *machines; /* admission.machines; NULL when off */
     struct event *sig_term, *sig_int, *sig_hup;
 
     /* Reloads: one at a time; each worker acknowledges on ack_fd. */

@@ -49,6 +49,9 @@ static const range_t concurrent_count = {1, 100000};
 static const range_t queue_count = {0, 1000000};
 static const range_t port_number = {1, 65535};
 static const range_t held_count = {1, 1000000};
+/* A page of real Nodes is about 10 KiB an object: 1000 stay well below
+ * the client's 8 MiB answer limit. */
+static const range_t page_count = {1, 1000};
 
 static const addr_rules_t listen_rules = {.port_zero = true, .wildcard = true};
 static const addr_rules_t upstream_rules = {0};
@@ -300,16 +303,33 @@ static int read_admission_token(loader_t *ld, const ynode_t *node, const field_t
     return 0;
 }
 
-static const field_t admission_fields[] = {
-    {"token", read_admission_token, offsetof(config_admission_t, token), NULL},
-};
-static const schema_t admission_schema = SCHEMA(admission_fields);
-
 static const field_t log_fields[] = {
     {"level", schema_read_enum, offsetof(config_log_t, level), log_levels},
     {"access", schema_read_bool, offsetof(config_log_t, access), NULL},
 };
 static const schema_t log_schema = SCHEMA(log_fields);
+
+#define MACHINES_FIELD(name) offsetof(config_admission_machines_t, name)
+static const field_t cluster_api_fields[] = {
+    {"enabled", schema_read_bool, MACHINES_FIELD(cluster_api), NULL},
+    {"namespace", conf_read_kube_name, MACHINES_FIELD(cluster_api_namespace), NULL},
+};
+/* Its offsets are config_admission_machines_t's: the submap reads into it. */
+static const schema_t cluster_api_schema = SCHEMA(cluster_api_fields);
+
+static const field_t machines_fields[] = {
+    {"enabled", schema_read_bool, MACHINES_FIELD(enabled), NULL},
+    {"namespace", conf_read_kube_name, MACHINES_FIELD(namespace), NULL},
+    {"cluster_api", schema_read_submap, 0, &cluster_api_schema},
+    {"page_size", schema_read_count, MACHINES_FIELD(page_size), &page_count},
+};
+static const schema_t machines_schema = SCHEMA(machines_fields);
+
+static const field_t admission_fields[] = {
+    {"token", read_admission_token, offsetof(config_admission_t, token), NULL},
+    {"machines", schema_read_submap, offsetof(config_admission_t, machines), &machines_schema},
+};
+static const schema_t admission_schema = SCHEMA(admission_fields);
 
 #define CONFIG_FIELD(name) offsetof(config_t, name)
 static const field_t root_fields[] = {
@@ -326,6 +346,7 @@ static const field_t root_fields[] = {
     {"held", schema_read_submap, CONFIG_FIELD(held), &held_schema},
     {"admission", schema_read_submap, CONFIG_FIELD(admission), &admission_schema},
     {"log", schema_read_submap, CONFIG_FIELD(log), &log_schema},
+    {"admission", schema_read_submap, CONFIG_FIELD(admission), &admission_schema},
 };
 static const schema_t root_schema = SCHEMA(root_fields);
 
@@ -371,6 +392,7 @@ static int set_defaults(loader_t *ld, config_t *cfg)
     config_parse_addr("127.0.0.1:22646", &cfg->metrics.addr);
     cfg->held = (config_held_t){.max_clients = 4096, .forget_after_ms = 15 * 60000};
     cfg->log = (config_log_t){.level = LOG_INFO, .access = true};
+    cfg->admission.machines.page_size = 100;
 
     cfg->gate.n_prefixes = 1;
     if (schema_set_string(ld, ld->root, &cfg->gate.prefixes[0], "/config/") < 0 ||
@@ -378,7 +400,10 @@ static int set_defaults(loader_t *ld, config_t *cfg)
         schema_set_string(ld, ld->root, &e->kubernetes.ca_file, SERVICE_ACCOUNT_DIR "/ca.crt") < 0 ||
         schema_set_string(ld, ld->root, &e->kubernetes.token_file, SERVICE_ACCOUNT_DIR "/token") < 0 ||
         schema_set_string(ld, ld->root, &e->kubernetes.name, "cluster") < 0 ||
-        schema_set_string(ld, ld->root, &cfg->redirect.table, "skewgate") < 0)
+        schema_set_string(ld, ld->root, &cfg->redirect.table, "skewgate") < 0 ||
+        schema_set_string(ld, ld->root, &cfg->admission.machines.namespace, "openshift-machine-api") < 0 ||
+        schema_set_string(ld, ld->root, &cfg->admission.machines.cluster_api_namespace,
+                          "openshift-cluster-api") < 0)
         return -1;
     return 0;
 }
@@ -803,6 +828,8 @@ void config_free(config_t *cfg)
     free(cfg->admin.token_file);
     for (size_t i = 0; i < cfg->admission.token.n_files; i++)
         free(cfg->admission.token.files[i]);
+    free(cfg->admission.machines.namespace);
+    free(cfg->admission.machines.cluster_api_namespace);
     for (size_t i = 0; i < cfg->gate.n_prefixes; i++)
         free(cfg->gate.prefixes[i]);
     free(cfg->path);

@@ -22,6 +22,15 @@ static void token_files_text(const config_admission_token_t *t, char *out, size_
         n += (size_t)snprintf(out + n, len - n, "%s%s", i ? ", " : "", t->files[i]);
 }
 
+static void machines_text(const config_admission_machines_t *m, char *out, size_t len)
+{
+    if (!m->enabled)
+        snprintf(out, len, "disabled");
+    else
+        snprintf(out, len, "namespace %s, cluster_api %s, page_size %u", m->namespace,
+                 m->cluster_api ? m->cluster_api_namespace : "off", m->page_size);
+}
+
 int config_restart_needed(const config_t *old, const config_t *new, char *why, size_t len)
 {
     /* Each row: the key, and the old and new values as text. */
@@ -43,6 +52,8 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
         {"held.forget_after", "", ""},
         /* The token files are watched from start; their contents reload. */
         {"admission.token.files", "", ""},
+        /* The Machines and Nodes watch starts once, with its settings. */
+        {"admission.machines", "", ""},
     };
     snprintf(rows[0].was, sizeof rows[0].was, "%u", old->workers);
     snprintf(rows[0].now, sizeof rows[0].now, "%u", new->workers);
@@ -66,6 +77,8 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
     snprintf(rows[9].now, sizeof rows[9].now, "%llums", (unsigned long long)new->held.forget_after_ms);
     token_files_text(&old->admission.token, rows[10].was, sizeof rows[10].was);
     token_files_text(&new->admission.token, rows[10].now, sizeof rows[10].now);
+    machines_text(&old->admission.machines, rows[11].was, sizeof rows[11].was);
+    machines_text(&new->admission.machines, rows[11].now, sizeof rows[11].now);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if (strcmp(rows[i].was, rows[i].now)) {
             snprintf(why, len, "%s needs a restart (%s -> %s)", rows[i].key, rows[i].was, rows[i].now);

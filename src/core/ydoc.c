@@ -5,6 +5,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "core/hash.h"
 #include "core/ydoc.h"
 
 /* Bounds against hostile input: nesting depth, and the number of nodes an
@@ -54,12 +55,7 @@ static uint64_t ydoc_key_hash(const ynode_t *key, uint64_t basis)
         h ^= (unsigned char)key->value[i];
         h *= 0x100000001b3ull;
     }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
+    return hash_mix64(h);
 }
 
 /* YAML forbids duplicate keys; libyaml leaves them to the application.

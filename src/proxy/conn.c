@@ -14,6 +14,7 @@
 #include "http/proxy_proto.h"
 #include "proxy/accesslog.h"
 #include "proxy/admission_token.h"
+#include "proxy/admission_machines.h"
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
 #include "proxy/local_response.h"

@@ -65,6 +65,11 @@ static const struct {
     [ADMISSION_TOKEN_INVALID] = {"TokenInvalid", 403},
     [ADMISSION_BAD_PROXY_HEADER] = {"BadProxyHeader", 400},
     [ADMISSION_UNTRUSTED_PROXY] = {"UntrustedProxy", 400},
+    /* A 503 with an empty body: Ignition retries it on the same connection
+     * every 5 s, so a held machine boots on the first try after its
+     * Machine shows its address. */
+    [ADMISSION_UNKNOWN_MACHINE] = {"UnknownMachine", 503},
+    [ADMISSION_ACTIVE_NODE] = {"ActiveNode", 403},
 };
 
 const char *admission_reason_name(admission_result_t r)

@@ -190,6 +190,15 @@ static void worker_on_notify(evutil_socket_t fd, short what, void *arg)
             w->tokens = set;
         }
     }
+    if (cmds & WORKER_CMD_ADDRSET) {
+        addrset_t *set = atomic_exchange(&w->next_addrset, NULL);
+        if (set) {
+            /* Nothing else holds the old set: a request looks it up and
+             * is done with it. */
+            addrset_unref(w->addrset);
+            w->addrset = set;
+        }
+    }
     if (cmds & WORKER_CMD_STOP)
         worker_stop_now(w);
 }
@@ -208,6 +217,12 @@ void worker_publish_snapshot(worker_t *w, gate_snapshot_t *snap)
     if (old)
         gate_snapshot_unref(old);
     worker_notify(w, WORKER_CMD_SNAPSHOT);
+}
+
+void worker_publish_addrset(worker_t *w, addrset_t *set)
+{
+    addrset_unref(atomic_exchange(&w->next_addrset, set));
+    worker_notify(w, WORKER_CMD_ADDRSET);
 }
 
 void worker_publish_reload(worker_t *w, worker_reload_t *r)
@@ -304,6 +319,8 @@ void worker_destroy(worker_t *w)
         gate_snapshot_unref(w->snapshot);
     token_set_unref(w->tokens);
     token_set_unref(atomic_exchange(&w->next_tokens, NULL));
+    addrset_unref(w->addrset);
+    addrset_unref(atomic_exchange(&w->next_addrset, NULL));
     gate_snapshot_t *pending = atomic_exchange(&w->next_snapshot, NULL);
     if (pending)
         gate_snapshot_unref(pending);

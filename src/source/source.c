@@ -20,7 +20,10 @@ const char *source_kind(const source_t *src) { return src->ops->kind; }
 
 double source_last_sync(const source_t *src) { return src->last_sync; }
 
-uint64_t source_reconnects(const source_t *src) { return src->reconnects; }
+uint64_t source_reconnects(const source_t *src)
+{
+    return src->ops->reconnects ? src->ops->reconnects(src) : 0;
+}
 
 void source_synced(source_t *src)
 {

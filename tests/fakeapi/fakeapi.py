@@ -32,6 +32,8 @@ import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import inventory
+
 try:
     import yaml
 except ImportError:  # JSON seeds still work without PyYAML
@@ -653,8 +655,9 @@ class Store:
     def __init__(self, args):
         self.cond = threading.Condition()
         self.objects = {}                 # name -> object (dict)
+        self.inv = {res: {} for res in inventory.RESOURCES}   # res -> "ns/name" -> object
         self.rv = 0                       # global resourceVersion counter
-        self.history = collections.deque()  # (rv, type, obj) in rv order
+        self.history = collections.deque()  # (rv, type, obj, res) in rv order; res "mc" or an inventory one
         self.history_size = args.history
         self.floor = 0                    # watches may start at any rv >= floor
         self.drop_gen = 0                 # bumping it drops open watches
@@ -675,8 +678,8 @@ class Store:
         self.rv += 1
         return str(self.rv)
 
-    def _emit(self, etype, obj):
-        self.history.append((int(obj["metadata"]["resourceVersion"]), etype, copy.deepcopy(obj)))
+    def _emit(self, etype, obj, res="mc"):
+        self.history.append((int(obj["metadata"]["resourceVersion"]), etype, copy.deepcopy(obj), res))
         while len(self.history) > self.history_size:
             evicted = self.history.popleft()
             self.floor = evicted[0]
@@ -746,6 +749,41 @@ class Store:
             old["metadata"]["resourceVersion"] = self._next_rv()
             self._emit("DELETED", old)
             return old
+
+    # -- the inventory (Nodes, Machines): written by the control API only --
+    def set_resource(self, res, obj):
+        with self.cond:
+            obj = inventory.normalize(res, copy.deepcopy(obj))
+            key = inventory.key_of(obj)
+            objs = self.inv[res]
+            old = objs.get(key)
+            md = obj["metadata"]
+            md["uid"] = old["metadata"]["uid"] if old else str(uuid.uuid4())
+            md["creationTimestamp"] = old["metadata"]["creationTimestamp"] if old else now_rfc3339()
+            md["resourceVersion"] = self._next_rv()
+            objs[key] = obj
+            self._emit("MODIFIED" if old else "ADDED", obj, res)
+            return copy.deepcopy(obj)
+
+    def delete_resource(self, res, namespace, name):
+        with self.cond:
+            old = self.inv[res].pop("%s/%s" % (namespace or "", name), None)
+            if old is None:
+                raise not_found(name)
+            old["metadata"]["resourceVersion"] = self._next_rv()
+            self._emit("DELETED", old, res)
+            return copy.deepcopy(old)
+
+    def generate_nodes(self, count, prefix, base):
+        """count Nodes at once, without events: as if they had been there before any watch."""
+        with self.cond:
+            for i in range(count):
+                obj = inventory.normalize("nodes", inventory.generated_node(i, prefix, base))
+                obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339(),
+                                       resourceVersion=self._next_rv())
+                self.inv["nodes"][inventory.key_of(obj)] = obj
+            self.history.clear()
+            self.floor = self.rv
 
     # -- API reads --
     def get(self, name):
@@ -908,6 +946,7 @@ class Store:
     def stats_locked(self):
         return {"resourceVersion": str(self.rv), "historyFloor": str(self.floor),
                 "historyLength": len(self.history), "objects": sorted(self.objects),
+                "inventory": {res: len(objs) for res, objs in self.inv.items()},
                 "currentWatchers": self.watchers}
 
 
@@ -1051,8 +1090,13 @@ class Handler(BaseHTTPRequestHandler):
         if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return "health"
         if path in ("/version", "/api", "/apis", "/apis/" + GROUP, "/apis/" + GV) \
-                or path.startswith("/openapi/"):
+                or path.startswith("/openapi/") or path in inventory.DISCOVERY_PATHS:
             return "discovery"
+        inv = inventory.parse_path(path)
+        if inv is not None:
+            if method != "GET":
+                return "other"
+            return "watch" if inv[3] or truthy(q.get("watch")) else ("get" if inv[2] else "list")
         r = self.parse_resource_path(path)
         if r is None:
             return "other"
@@ -1185,11 +1229,14 @@ class Handler(BaseHTTPRequestHandler):
             if m not in ("GET", "HEAD"):
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
             return self.discovery(path)
-        if kind == "other" and self.parse_resource_path(path) is None:
+        inv = inventory.parse_path(path)
+        if kind == "other" and self.parse_resource_path(path) is None and inv is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         if not accept_ok(self.headers.get("Accept")):
             raise ApiError(406, "NotAcceptable", "only the following media types are accepted: "
                            "application/json, application/yaml, application/vnd.kubernetes.protobuf")
+        if inv is not None:
+            return self.inventory_route(kind, inv, q)
         name, sub, _ = self.parse_resource_path(path)
         dry_run = "dryRun" in q and q["dryRun"] in ("All", "all")
         if kind == "watch":
@@ -1215,6 +1262,62 @@ class Handler(BaseHTTPRequestHandler):
             return self.delete_collection(q, dry_run)
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
+    def inventory_route(self, kind, inv, q):
+        res, namespace, name, _ = inv
+        st = self.server.store
+        r = inventory.RESOURCES[res]
+        if kind == "watch":
+            return self.watch(name, q, res, namespace)
+        if kind == "get":
+            with st.cond:
+                o = st.inv[res].get("%s/%s" % (namespace or "", name))
+                o = copy.deepcopy(o) if o else None
+            if o is None:
+                raise ApiError(404, "NotFound", '%s "%s" not found' % (r["plural"] + ("." + r["group"] if r["group"] else ""), name),
+                               {"name": name, "group": r["group"], "kind": r["plural"]})
+            return self.send_object(o)
+        if kind != "list":
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        return self.inventory_list(res, namespace, q)
+
+    def inventory_list(self, res, namespace, q):
+        st = self.server.store
+        sel = self.selectors(q)
+        pred = (lambda o: sel(o) and o["metadata"].get("namespace") == namespace) if namespace else sel
+        try:
+            limit = int(q.get("limit") or 0)
+        except ValueError:
+            raise bad_request("limit: invalid value %r" % q.get("limit"))
+        after = None
+        with st.cond:
+            rv = st.rv
+            if q.get("continue"):
+                tok = inventory.decode_continue(q["continue"])
+                if tok is None:
+                    raise bad_request("continue key is not valid: the continue token is not valid")
+                rv, after = tok
+                if rv < st.floor:
+                    raise ApiError(410, "Expired", "The provided continue parameter is too old to display a "
+                                   "consistent list result. You can start a new list without the continue "
+                                   "parameter, or use the continue token in this response to retrieve the "
+                                   "remainder of the results. Continuing with the provided token results in "
+                                   "an inconsistent list - objects that were created, modified, or deleted "
+                                   "between the time the first chunk was returned and now may show up in "
+                                   "the list.")
+            items, last, more = inventory.page(st.inv[res], pred, limit, after)
+            items = [copy.deepcopy(o) for o in items]
+        md = {"resourceVersion": str(rv)}
+        if more:
+            md["continue"] = inventory.encode_continue(rv, last)
+        tv = wants_table(self.headers.get("Accept"))
+        if tv:
+            t = to_table(items, tv, q.get("includeObject", "Metadata"), str(rv))
+            if more:
+                t["metadata"]["continue"] = md["continue"]
+            return self.send_body(200, t)
+        return self.send_body(200, {"apiVersion": inventory.gv(res), "kind": inventory.RESOURCES[res]["kind"] + "List",
+                                    "items": items, "metadata": md})
+
     def discovery(self, path):
         h, p = self.server.server_address[0], self.server.server_address[1]
         host = ("[%s]:%d" if ":" in h else "%s:%d") % (h, p)
@@ -1228,16 +1331,30 @@ class Handler(BaseHTTPRequestHandler):
                 "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.23.0",
                 "compiler": "gc", "platform": "linux/amd64"})
         if path == "/api":
-            # No core group is served, so none is advertised (an empty v1
-            # resource list would make clients refuse to cache discovery).
-            return self.send_body(200, {"kind": "APIVersions", "versions": [],
+            return self.send_body(200, {"kind": "APIVersions", "versions": ["v1"],
                                         "serverAddressByClientCIDRs": [
                                             {"clientCIDR": "0.0.0.0/0", "serverAddress": host}]})
         if path == "/apis":
             # Aggregated discovery is not implemented: a plain APIGroupList with
             # Content-Type application/json makes clients fall back to legacy.
-            return self.send_body(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-                {"name": GROUP, "versions": [gv], "preferredVersion": gv}]})
+            groups = [{"name": GROUP, "versions": [gv], "preferredVersion": gv}]
+            for res, r in inventory.RESOURCES.items():
+                if r["group"]:
+                    igv = {"groupVersion": inventory.gv(res), "version": r["version"]}
+                    groups.append({"name": r["group"], "versions": [igv], "preferredVersion": igv})
+            return self.send_body(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+        for res, r in inventory.RESOURCES.items():
+            igv = {"groupVersion": inventory.gv(res), "version": r["version"]}
+            if r["group"] and path == "/apis/" + r["group"]:
+                return self.send_body(200, {"kind": "APIGroup", "apiVersion": "v1", "name": r["group"],
+                                            "versions": [igv], "preferredVersion": igv})
+            if path == r["prefix"]:
+                return self.send_body(200, {
+                    "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": inventory.gv(res),
+                    "resources": [{"name": r["plural"], "singularName": r["singular"],
+                                   "namespaced": r["namespaced"], "kind": r["kind"],
+                                   "verbs": ["get", "list", "watch"], "shortNames": r["short"],
+                                   "storageVersionHash": "fakeapiHash="}]})
         if path == "/apis/" + GROUP:
             return self.send_body(200, {"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
                                         "versions": [gv], "preferredVersion": gv})
@@ -1362,11 +1479,16 @@ class Handler(BaseHTTPRequestHandler):
                                     "metadata": {"continue": "", "resourceVersion": str(st.rv)}})
 
     # -- watch --
-    def watch(self, name, q):
+    def watch(self, name, q, res="mc", namespace=None):
         srv = self.server
         st = srv.store
         base_pred = self.selectors(q)
+        if namespace:
+            ns_pred = base_pred
+            base_pred = lambda o: ns_pred(o) and o["metadata"].get("namespace") == namespace
         pred = (lambda o: base_pred(o) and o["metadata"]["name"] == name) if name else base_pred
+        objects = st.objects if res == "mc" else st.inv[res]
+        bm_kind, bm_gv = (KIND, GV) if res == "mc" else (inventory.RESOURCES[res]["kind"], inventory.gv(res))
         rv_param = q.get("resourceVersion", "")
         try:
             timeout = int(q["timeoutSeconds"]) if q.get("timeoutSeconds") else srv.args.default_watch_timeout
@@ -1392,7 +1514,7 @@ class Handler(BaseHTTPRequestHandler):
         with st.cond:
             if first_error is None:
                 if rv_param in ("", "0") or send_initial:
-                    initial = [copy.deepcopy(o) for _, o in sorted(st.objects.items()) if pred(o)]
+                    initial = [copy.deepcopy(o) for _, o in sorted(objects.items()) if pred(o)]
                     last_rv = st.rv
                     if send_initial and rv_param not in ("", "0"):
                         last_rv = max(last_rv, int(rv_param))
@@ -1433,7 +1555,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
             out = [ev("ADDED", o) for o in initial]
             if send_initial and bookmarks:
-                out.append({"type": "BOOKMARK", "object": bookmark_obj(last_rv, initial_end=True)})
+                out.append({"type": "BOOKMARK", "object": bookmark_obj(last_rv, initial_end=True, kind=bm_kind, gv=bm_gv)})
             for e in out:
                 self.write_chunk(dumps(e) + "\n")
                 sent += 1
@@ -1472,9 +1594,9 @@ class Handler(BaseHTTPRequestHandler):
                         if finish is None and last_rv < st.floor:
                             finish = "expired"    # fell out of the window (expire, or too slow)
                         if finish is None:
-                            for erv, etype, eobj in st.history:
+                            for erv, etype, eobj, eres in st.history:
                                 if erv > last_rv:
-                                    if pred(eobj):
+                                    if eres == res and pred(eobj):
                                         batch.append(("ev", ev(etype, eobj)))
                                     last_rv = erv
                             # every event up to st.rv has been seen (filtered or not)
@@ -1495,7 +1617,7 @@ class Handler(BaseHTTPRequestHandler):
                     if what == "ev":
                         line = dumps(payload) + "\n"
                     elif what == "bm":
-                        line = dumps({"type": "BOOKMARK", "object": bookmark_obj(bm_rv)}) + "\n"
+                        line = dumps({"type": "BOOKMARK", "object": bookmark_obj(bm_rv, kind=bm_kind, gv=bm_gv)}) + "\n"
                         next_bookmark = time.monotonic() + (st.bookmark_interval or 0)
                     elif what == "err":
                         line = dumps({"type": "ERROR", "object": payload}) + "\n"
@@ -1649,6 +1771,24 @@ class Handler(BaseHTTPRequestHandler):
                 if not isinstance(obj, dict):
                     raise bad_request("set_object needs an object (JSON or YAML text) or a file")
                 res["object"] = st.set_object(obj)
+            elif f == "set_resource":
+                if req.get("resource") not in inventory.RESOURCES:
+                    raise bad_request("set_resource: resource must be one of %s" % sorted(inventory.RESOURCES))
+                obj = req.get("object")
+                if isinstance(obj, str):
+                    obj = parse_document(obj, "object")
+                if not isinstance(obj, dict):
+                    raise bad_request("set_resource needs an object")
+                res["object"] = st.set_resource(req["resource"], obj)
+            elif f == "delete_resource":
+                if req.get("resource") not in inventory.RESOURCES:
+                    raise bad_request("delete_resource: resource must be one of %s" % sorted(inventory.RESOURCES))
+                res["object"] = st.delete_resource(req["resource"], req.get("namespace"), req.get("name", ""))
+            elif f == "generate_nodes":
+                base = [int(x) for x in str(req.get("base", "10.128")).split(".")]
+                if len(base) != 2:
+                    raise bad_request("generate_nodes: base is two octets, like 10.128")
+                st.generate_nodes(int(req.get("count", 1)), str(req.get("prefix", "node")), base)
             elif f == "delete_object":
                 res["object"] = st.delete_object(req.get("name", "cluster"))
             elif f == "config":
@@ -1685,11 +1825,11 @@ def too_large(want, cur):
                      "retryAfterSeconds": 1})
 
 
-def bookmark_obj(rv, initial_end=False):
+def bookmark_obj(rv, initial_end=False, kind=KIND, gv=GV):
     md = {"resourceVersion": str(rv)}
     if initial_end:
         md["annotations"] = {"k8s.io/initial-events-end": "true"}
-    return {"kind": KIND, "apiVersion": GV, "metadata": md}
+    return {"kind": kind, "apiVersion": gv, "metadata": md}
 
 
 class Server(ThreadingHTTPServer):

@@ -1,6 +1,6 @@
 /* libFuzzer target: what the API server sends, as the kube source reads it:
  * each line of a watch stream (kube_event_parse, then is_expired and
- * clear), the whole input as a list answer (kube_list_parse) and as a
+ * clear), the whole input as a list page (kube_list_page_parse) and as a
  * Status body for the log (kube_status_describe). Checks that a parsed
  * event is well formed, that every text written is NUL-terminated within
  * its buffer, and that a failure says why. */
@@ -73,17 +73,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *copy = malloc(size ? size : 1);
     memcpy(copy, buf, size);
 
-    json_t *obj = (json_t *)1;
-    char rv[KUBE_RV_MAX], err[256];
+    json_t *items = (json_t *)1;
+    char rv[KUBE_RV_MAX], cont[KUBE_CONTINUE_MAX], err[256];
     memset(rv, 'x', sizeof rv);
+    memset(cont, 'x', sizeof cont);
     memset(err, 'x', sizeof err);
-    int rc = kube_list_parse(copy, size, "cluster", &obj, rv, err, sizeof err);
+    int rc = kube_list_page_parse(copy, size, &items, rv, cont, err, sizeof err);
     if (rc == 0) {
         terminated(rv, sizeof rv);
-        if (obj && !json_is_object(obj))
+        terminated(cont, sizeof cont);
+        if (!json_is_array(items))
             abort();
-        json_decref(obj);
+        size_t i;
+        json_t *item;
+        json_array_foreach(items, i, item) {
+            if (!json_is_object(item))
+                abort();
+        }
+        json_decref(items);
     } else if (rc == -1) {
+        if (items)
+            abort();
         terminated(err, sizeof err);
         if (!err[0])
             abort();

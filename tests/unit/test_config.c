@@ -1074,3 +1074,50 @@ Test(config, proxy_protocol_needs_trusted_proxies_as_cidrs)
                  "t.yaml:4:23: listeners[0].trusted_proxies[0]: \"10.0.0.1/16\": host bits are set past the prefix "
                  "length (write the network address, such as 10.0.0.0/16)");
 }
+
+/* --- admission.machines */
+
+Test(config, admission_machines_is_off_by_default)
+{
+    config_t *cfg = parse_ok(MINIMAL);
+    const config_admission_machines_t *m = &cfg->admission.machines;
+    cr_expect_not(m->enabled);
+    cr_expect_str_eq(m->namespace, "openshift-machine-api");
+    cr_expect_not(m->cluster_api);
+    cr_expect_str_eq(m->cluster_api_namespace, "openshift-cluster-api");
+    cr_expect_eq(m->page_size, 100);
+    config_free(cfg);
+    config_t *ref = config_load(SRCDIR "/conf/skewgate.yaml", err, sizeof err);
+    cr_assert_not_null(ref, "%s", err);
+    cr_expect_not(ref->admission.machines.enabled);
+    cr_expect_str_eq(ref->admission.machines.namespace, "openshift-machine-api");
+    cr_expect_eq(ref->admission.machines.page_size, 100);
+    config_free(ref);
+}
+
+Test(config, admission_machines_reads_its_keys)
+{
+    config_t *cfg = parse_ok(MINIMAL "enforcement: {source: file, file: {path: /srv/mc.yaml}}\n"
+                             "admission:\n  machines:\n    enabled: true\n    namespace: machines\n"
+                             "    page_size: 500\n    cluster_api: {enabled: true, namespace: capi}\n");
+    const config_admission_machines_t *m = &cfg->admission.machines;
+    cr_expect(m->enabled);
+    cr_expect_str_eq(m->namespace, "machines");
+    cr_expect(m->cluster_api);
+    cr_expect_str_eq(m->cluster_api_namespace, "capi");
+    cr_expect_eq(m->page_size, 500);
+    config_free(cfg);
+}
+
+Test(config, admission_machines_bad_values_name_their_place)
+{
+    expect_error(MINIMAL "admission:\n  machines:\n    page_size: 0\n",
+                 "t.yaml:5:16: admission.machines.page_size: must be greater than 0");
+    expect_error(MINIMAL "admission:\n  machines:\n    page_size: 5000\n",
+                 "t.yaml:5:16: admission.machines.page_size: must be from 1 to 1000");
+    expect_error(MINIMAL "admission:\n  machines:\n    namespace: Not_A_Name\n",
+                 "t.yaml:5:16: admission.machines.namespace: invalid object name \"Not_A_Name\": "
+                 "expected lowercase letters, digits, '-' and '.'");
+    expect_error(MINIMAL "admission:\n  machines:\n    enable: true\n",
+                 "t.yaml:5:5: admission.machines.enable: unknown key; did you mean \"enabled\"?");
+}

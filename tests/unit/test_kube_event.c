@@ -80,24 +80,37 @@ Test(kube_event, garbage_is_refused)
     }
 }
 
-Test(kube_event, list_finds_the_named_item_or_none)
+Test(kube_event, list_page_gives_items_rv_and_continue)
 {
-    const char *list = "{\"kind\":\"MachineConfigurationList\",\"metadata\":{\"resourceVersion\":\"42\"},"
+    const char *list = "{\"kind\":\"MachineConfigurationList\",\"metadata\":{\"resourceVersion\":\"42\","
+                       "\"continue\":\"abc=\"},"
                        "\"items\":[{\"metadata\":{\"name\":\"other\"}},{\"metadata\":{\"name\":\"cluster\"}}]}";
-    json_t *obj;
-    char rv[KUBE_RV_MAX], err[256];
-    cr_assert_eq(kube_list_parse(list, strlen(list), "cluster", &obj, rv, err, sizeof err), 0);
-    cr_assert_not_null(obj);
+    json_t *items;
+    char rv[KUBE_RV_MAX], cont[KUBE_CONTINUE_MAX], err[256];
+    cr_assert_eq(kube_list_page_parse(list, strlen(list), &items, rv, cont, err, sizeof err), 0);
+    cr_assert_eq(json_array_size(items), 2);
     cr_assert_str_eq(rv, "42");
-    json_decref(obj);
-    const char *empty = "{\"metadata\":{\"resourceVersion\":\"43\"},\"items\":[]}";
-    cr_assert_eq(kube_list_parse(empty, strlen(empty), "cluster", &obj, rv, err, sizeof err), 0);
-    cr_assert_null(obj);
+    cr_assert_str_eq(cont, "abc=");
+    json_decref(items);
+    const char *empty = "{\"metadata\":{\"resourceVersion\":\"43\"},\"items\":null}";
+    cr_assert_eq(kube_list_page_parse(empty, strlen(empty), &items, rv, cont, err, sizeof err), 0);
+    cr_assert_eq(json_array_size(items), 0);
     cr_assert_str_eq(rv, "43");
-    const char *no_rv = "{\"metadata\":{},\"items\":[]}";
-    cr_assert_eq(kube_list_parse(no_rv, strlen(no_rv), "cluster", &obj, rv, err, sizeof err), -1);
-    const char *not_json = "<html>";
-    cr_assert_eq(kube_list_parse(not_json, strlen(not_json), "cluster", &obj, rv, err, sizeof err), -1);
+    cr_assert_str_eq(cont, "");
+    json_decref(items);
+    const char *bad[] = {
+        "{\"metadata\":{},\"items\":[]}",
+        "<html>",
+        "{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[1]}",
+        "{\"metadata\":{\"resourceVersion\":\"1\",\"continue\":\"a b\"},\"items\":[]}",
+        "{\"metadata\":{\"resourceVersion\":\"1\"},\"items\":{}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_assert_eq(kube_list_page_parse(bad[i], strlen(bad[i]), &items, rv, cont, err, sizeof err), -1,
+                     "%s", bad[i]);
+        cr_assert_null(items);
+        cr_assert_neq(err[0], '\0');
+    }
 }
 
 Test(kube_event, status_is_described_for_the_log)

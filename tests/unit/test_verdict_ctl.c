@@ -25,7 +25,7 @@ static int fake_start(source_t *src)
 
 static void fake_destroy(source_t *src) { free(src); }
 
-static const source_ops_t fake_ops = {"fake", fake_start, fake_destroy};
+static const source_ops_t fake_ops = {"fake", fake_start, fake_destroy, NULL};
 
 static struct event_base *base;
 static struct event *tick;

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #define KUBE_HOST_MAX 256
-#define KUBE_TARGET_MAX 1024
+#define KUBE_TARGET_MAX 4096
 
 typedef struct kube_endpoint {
     bool tls;
@@ -24,11 +24,21 @@ typedef struct kube_endpoint {
 int kube_endpoint_parse(const char *server, const char *service_host, const char *service_port,
                         kube_endpoint_t *ep, char *err, size_t errlen);
 
-/* The list of the one MachineConfiguration called name, and the watch that
- * follows it from resource_version, ending after timeout_s. The values
- * are percent-encoded. 0, or -1 when the target would not fit in len. */
-int kube_list_target(char *buf, size_t len, const char *name);
-int kube_watch_target(char *buf, size_t len, const char *name, const char *resource_version,
+#define KUBE_MC_PATH "/apis/operator.openshift.io/v1/machineconfigurations"
+
+/* One collection to list and watch. */
+typedef struct kube_collection {
+    const char *path;           /* "/apis/G/V[/namespaces/NS]/PLURAL", or "/api/v1/nodes" */
+    const char *field_selector; /* "metadata.name=cluster"; NULL or "" for every object */
+    uint32_t limit;             /* items per list page; 0: the whole list in one answer */
+} kube_collection_t;
+
+/* A page of the list (cont: the previous page's continue token, NULL or
+ * "" for the first), and the watch that follows the list from
+ * resource_version, ending after timeout_s. The values are
+ * percent-encoded. 0, or -1 when the target would not fit in len. */
+int kube_list_target(char *buf, size_t len, const kube_collection_t *c, const char *cont);
+int kube_watch_target(char *buf, size_t len, const kube_collection_t *c, const char *resource_version,
                       uint64_t timeout_s);
 
 #endif

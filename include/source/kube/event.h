@@ -10,6 +10,9 @@
 
 #define KUBE_RV_MAX 128
 #define KUBE_WHY_MAX 512
+/* Continue tokens are base64 of a small JSON (an rv and a key): well
+ * below this. */
+#define KUBE_CONTINUE_MAX 2048
 
 typedef enum {
     KUBE_EVENT_ADDED,
@@ -38,11 +41,13 @@ void kube_event_clear(kube_event_t *ev);
 /* An ERROR event that means "relist": 410 Gone, reason Expired or Gone. */
 bool kube_event_is_expired(const kube_event_t *ev);
 
-/* A list answer: *object is a new reference to the item called name, or
- * NULL when the list does not hold it; resource_version is the list's.
- * 0, or -1 with err. */
-int kube_list_parse(const char *body, size_t len, const char *name, json_t **object,
-                    char resource_version[KUBE_RV_MAX], char *err, size_t errlen);
+/* One page of a list answer: *items is a new reference to its array of
+ * objects (empty when the page holds none); resource_version is the
+ * list's, cont its continue token ("" on the last page). 0, or -1 with
+ * err. */
+int kube_list_page_parse(const char *body, size_t len, json_t **items,
+                         char resource_version[KUBE_RV_MAX], char cont[KUBE_CONTINUE_MAX], char *err,
+                         size_t errlen);
 
 /* "reason: message" of a Status body for the log, else a prefix of the
  * body with anything unprintable replaced. */

@@ -19,6 +19,7 @@ typedef struct kube_token {
     off_t size;
     struct timespec mtim;
     char value[KUBE_TOKEN_MAX];     /* without surrounding whitespace */
+    char error[256];                /* the problem last logged, "" if none */
 } kube_token_t;
 
 /* path is copied. -1 when out of memory. */
@@ -29,5 +30,10 @@ void kube_token_free(kube_token_t *t);
  * changed, 0 when it is the same, -1 with err when the file cannot be used
  * (the previous token, if any, stays in value). */
 int kube_token_refresh(kube_token_t *t, char *err, size_t errlen);
+
+/* The token to send now: refreshed, a change or a new problem logged once.
+ * A file that cannot be read keeps the last token; with none, NULL (the
+ * request goes without one and the 401 says the rest). */
+const char *kube_token_current(kube_token_t *t);
 
 #endif

@@ -4,8 +4,6 @@
 
 #include "source/kube/endpoint.h"
 
-#define MC_PATH "/apis/operator.openshift.io/v1/machineconfigurations"
-
 static int endpoint_fail(char *err, size_t errlen, const char *what, const char *value)
 {
     snprintf(err, errlen, "kubernetes: %s \"%s\"", what, value ? value : "");
@@ -145,32 +143,49 @@ static int append_raw(char *buf, size_t len, size_t *at, const char *s)
     return 0;
 }
 
-/* The selector's value is "metadata.name=NAME", escaped as a whole. */
-static int selector_target(char *buf, size_t len, size_t *at, const char *name)
+/* PATH?[fieldSelector=SEL&]: every target starts so; the selector is
+ * escaped as a whole. */
+static int collection_target(char *buf, size_t len, size_t *at, const kube_collection_t *c)
 {
-    char selector[300];
-    if ((size_t)snprintf(selector, sizeof selector, "metadata.name=%s", name) >= sizeof selector)
+    if (append_raw(buf, len, at, c->path) < 0 || append_raw(buf, len, at, "?") < 0)
         return -1;
-    if (append_raw(buf, len, at, MC_PATH "?fieldSelector=") < 0)
+    if (c->field_selector && *c->field_selector &&
+        (append_raw(buf, len, at, "fieldSelector=") < 0 ||
+         append_escaped(buf, len, at, c->field_selector) < 0 || append_raw(buf, len, at, "&") < 0))
         return -1;
-    return append_escaped(buf, len, at, selector);
+    return 0;
 }
 
-int kube_list_target(char *buf, size_t len, const char *name)
+/* Drops the '&' or '?' that the last parameter left. */
+static void trim_separator(char *buf, size_t *at)
+{
+    if (*at > 0 && (buf[*at - 1] == '&' || buf[*at - 1] == '?'))
+        buf[--*at] = '\0';
+}
+
+int kube_list_target(char *buf, size_t len, const kube_collection_t *c, const char *cont)
 {
     size_t at = 0;
-    return selector_target(buf, len, &at, name);
+    char limit[32];
+    snprintf(limit, sizeof limit, "limit=%u&", c->limit);
+    if (collection_target(buf, len, &at, c) < 0 || (c->limit && append_raw(buf, len, &at, limit) < 0))
+        return -1;
+    if (cont && *cont &&
+        (append_raw(buf, len, &at, "continue=") < 0 || append_escaped(buf, len, &at, cont) < 0))
+        return -1;
+    trim_separator(buf, &at);
+    return 0;
 }
 
-int kube_watch_target(char *buf, size_t len, const char *name, const char *resource_version,
+int kube_watch_target(char *buf, size_t len, const kube_collection_t *c, const char *resource_version,
                       uint64_t timeout_s)
 {
     size_t at = 0;
     char tail[64];
     snprintf(tail, sizeof tail, "&allowWatchBookmarks=true&timeoutSeconds=%llu",
              (unsigned long long)timeout_s);
-    if (selector_target(buf, len, &at, name) < 0 ||
-        append_raw(buf, len, &at, "&watch=1&resourceVersion=") < 0 ||
+    if (collection_target(buf, len, &at, c) < 0 ||
+        append_raw(buf, len, &at, "watch=1&resourceVersion=") < 0 ||
         append_escaped(buf, len, &at, resource_version) < 0 || append_raw(buf, len, &at, tail) < 0)
         return -1;
     return 0;

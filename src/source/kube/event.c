@@ -13,23 +13,33 @@ static int event_fail(char *err, size_t errlen, const char *why)
     return -1;
 }
 
-/* A resourceVersion is opaque but must fit and be printable: it goes back
- * into the next watch's query. */
+/* A resourceVersion or a continue token is opaque but must fit and be
+ * printable: it goes back into the next request's query. 0 with out set
+ * (to "" for NULL), -1 when it does not fit or has unprintable bytes. */
+static int copy_token(const char *token, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (!token)
+        return 0;
+    size_t n = strlen(token);
+    if (n >= cap)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)token[i] <= ' ' || (unsigned char)token[i] >= 0x7f)
+            return -1;
+    memcpy(out, token, n + 1);
+    return 0;
+}
+
 static int copy_resource_version(const json_t *object, char out[KUBE_RV_MAX])
 {
     const char *rv = json_string_value(json_object_get(json_object_get(object, "metadata"),
                                                        "resourceVersion"));
-    out[0] = '\0';
-    if (!rv || !*rv)
+    if (!rv || !*rv) {
+        out[0] = '\0';
         return -1;
-    size_t n = strlen(rv);
-    if (n >= KUBE_RV_MAX)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)rv[i] <= ' ' || (unsigned char)rv[i] >= 0x7f)
-            return -1;
-    memcpy(out, rv, n + 1);
-    return 0;
+    }
+    return copy_token(rv, out, KUBE_RV_MAX);
 }
 
 static void describe_status(const json_t *status, char *out, size_t outlen)
@@ -90,18 +100,25 @@ bool kube_event_is_expired(const kube_event_t *ev)
     return ev->code == 410 || (reason && (!strcmp(reason, "Expired") || !strcmp(reason, "Gone")));
 }
 
-int kube_list_parse(const char *body, size_t len, const char *name, json_t **object,
-                    char resource_version[KUBE_RV_MAX], char *err, size_t errlen)
+static int copy_continue(const json_t *list, char out[KUBE_CONTINUE_MAX])
 {
-    *object = NULL;
+    return copy_token(json_string_value(json_object_get(json_object_get(list, "metadata"), "continue")),
+                      out, KUBE_CONTINUE_MAX);
+}
+
+int kube_list_page_parse(const char *body, size_t len, json_t **items,
+                         char resource_version[KUBE_RV_MAX], char cont[KUBE_CONTINUE_MAX], char *err,
+                         size_t errlen)
+{
+    *items = NULL;
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
         return event_fail(err, errlen, "list answer is not JSON");
     int rc = -1;
-    json_t *items = json_object_get(root, "items");
+    json_t *list = json_object_get(root, "items");
     /* An empty list may come as "items": null. */
-    if (items && !json_is_array(items) && !json_is_null(items)) {
+    if (list && !json_is_array(list) && !json_is_null(list)) {
         event_fail(err, errlen, "list answer without items");
         goto done;
     }
@@ -109,16 +126,20 @@ int kube_list_parse(const char *body, size_t len, const char *name, json_t **obj
         event_fail(err, errlen, "list answer without a usable metadata.resourceVersion");
         goto done;
     }
+    if (copy_continue(root, cont) < 0) {
+        event_fail(err, errlen, "list answer with an unusable metadata.continue");
+        goto done;
+    }
     size_t i;
     json_t *item;
-    json_array_foreach(items, i, item) {
-        const char *n = json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
-        if (json_is_object(item) && n && !strcmp(n, name)) {
-            *object = json_incref(item);
-            break;
+    json_array_foreach(list, i, item) {
+        if (!json_is_object(item)) {
+            event_fail(err, errlen, "list answer with an item that is not an object");
+            goto done;
         }
     }
-    rc = 0;
+    *items = json_is_array(list) ? json_incref(list) : json_array();
+    rc = *items ? 0 : event_fail(err, errlen, "out of memory");
 done:
     json_decref(root);
     return rc;

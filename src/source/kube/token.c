@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "source/kube/token.h"
 
 int kube_token_init(kube_token_t *t, const char *path)
@@ -90,4 +91,22 @@ int kube_token_refresh(kube_token_t *t, char *err, size_t errlen)
 done:
     explicit_bzero(buf, sizeof buf);
     return rc;
+}
+
+const char *kube_token_current(kube_token_t *t)
+{
+    char err[256];
+    bool had = t->loaded;
+    int rc = kube_token_refresh(t, err, sizeof err);
+    if (rc < 0) {
+        if (strcmp(err, t->error) != 0)
+            log_msg(LOG_WARN, "source_token", "%s%s", err,
+                    had ? "; keeping the previous token" : "; sending no token");
+        snprintf(t->error, sizeof t->error, "%s", err);
+        return had ? t->value : NULL;
+    }
+    t->error[0] = '\0';
+    if (rc == 1 && had)
+        log_msg(LOG_INFO, "source_token", "token file %s changed: using the new token", t->path);
+    return t->value;
 }

@@ -1,0 +1,81 @@
+/* kube_reflector: list, then watch, one collection of the API server, as
+ * client-go's reflector does, on the verdict thread's event_base. Several
+ * run side by side (the MachineConfiguration; Machines and Nodes for the
+ * admission policy), each with its own connection and token.
+ *
+ *   list page ok, continue ──> the next page (limit per page, so that no
+ *                              answer grows with the cluster)
+ *   last page ok ────────────> watch from the list's resourceVersion
+ *   watch ends cleanly ──────> watch again from the last resourceVersion
+ *   410 Gone / ERROR Expired ─> list again from the first page at once
+ *                              (also for an expired continue token)
+ *   anything else fails ─────> failing, jittered backoff (200 ms doubling
+ *                              to 30 s), then list again: the list
+ *                              confirms the view and catches up
+ *
+ * The owner learns of it through callbacks; the items and events it gets
+ * are borrowed for the call. */
+#ifndef SKEWGATE_KUBE_REFLECTOR_H
+#define SKEWGATE_KUBE_REFLECTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <openssl/ssl.h>
+
+#include "conf/config.h"
+#include "source/kube/endpoint.h"
+#include "source/kube/event.h"
+
+struct event_base;
+typedef struct kube_reflector kube_reflector_t;
+
+/* Where the API server is and how to trust it, shared by the reflectors
+ * of one owner. */
+typedef struct kube_api {
+    kube_endpoint_t ep;
+    SSL_CTX *tls;               /* NULL for plain HTTP */
+    bool insecure;
+    const char *token_file;     /* borrowed from the configuration */
+    const char *ca_file;
+} kube_api_t;
+
+/* From enforcement.kubernetes (in-cluster when server is ""). 0, or -1 with
+ * err (no in-cluster environment, an unreadable CA file). */
+int kube_api_init(kube_api_t *api, const config_source_kube_t *cfg, char *err, size_t errlen);
+void kube_api_destroy(kube_api_t *api);
+
+typedef struct kube_reflector_cbs {
+    /* A list begins (its first page): what follows replaces the view. */
+    void (*on_list_begin)(void *arg);
+    /* One object of a list page. */
+    void (*on_item)(void *arg, json_t *item);
+    /* The last page is in: the list is whole, rv is its resourceVersion. */
+    void (*on_listed)(void *arg, const char *rv);
+    /* ADDED, MODIFIED or DELETED; arrived_ns: when its line was read. */
+    void (*on_event)(void *arg, const kube_event_t *ev, uint64_t arrived_ns);
+    /* A BOOKMARK: the view is confirmed, unchanged. */
+    void (*on_synced)(void *arg);
+    /* The first failure after a success (or at the start). */
+    void (*on_failing)(void *arg);
+} kube_reflector_cbs_t;
+
+typedef struct kube_reflector_cfg {
+    const char *what;           /* for the logs: "MachineConfiguration cluster" */
+    kube_collection_t collection;   /* its strings are copied */
+    const char *rbac_hint;      /* said after a 403: the rule it needs */
+    uint64_t watch_timeout_ms;
+} kube_reflector_cfg_t;
+
+/* api is borrowed and must outlive the reflector. NULL when out of
+ * memory. Nothing happens before kube_reflector_start. */
+kube_reflector_t *kube_reflector_new(struct event_base *base, const kube_api_t *api,
+                                     const kube_reflector_cfg_t *cfg, const kube_reflector_cbs_t *cbs,
+                                     void *arg);
+/* Sends the first list. */
+void kube_reflector_start(kube_reflector_t *r);
+/* For skewgate_source_reconnects_total. */
+uint64_t kube_reflector_reconnects(const kube_reflector_t *r);
+void kube_reflector_free(kube_reflector_t *r);
+
+#endif

@@ -1,0 +1,320 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "core/log.h"
+#include "source/kube/addresses.h"
+#include "source/kube/reflector.h"
+#include "source/machines.h"
+
+/* One watched collection and what is kept of its objects: name -> record,
+ * a binary string (json_stringn_nocheck) of one byte, whether it has a
+ * nodeRef, then 16 bytes per address. About 100 bytes an object, where
+ * the object itself is 5-20 KiB. */
+typedef struct collection {
+    struct machines_watch *m;
+    const char *kind;           /* for the logs: "Machine", "Node" */
+    bool is_node;               /* a Node's addresses are active whatever it says */
+    char path[256];
+    char what[300];
+    char rbac[300];
+    kube_reflector_t *reflector;
+    json_t *records;            /* the view */
+    json_t *listing;            /* the list under way, swapped in when whole */
+    bool listed;                /* listed at least once */
+} collection_t;
+
+enum { COLL_NODES, COLL_MACHINES, COLL_CAPI_MACHINES, COLL__MAX };
+
+struct machines_watch {
+    struct event_base *base;
+    config_t *cfg;                  /* a reference of its own */
+    machines_publish_fn publish;
+    void *arg;
+    kube_api_t api;
+    bool api_ready;
+    collection_t colls[COLL__MAX];
+    size_t n_colls;
+    struct event *rebuild_ev;   /* many changes in one loop turn: one rebuild */
+    bool synced;
+};
+
+static json_t *record_of(const kube_addresses_t *a)
+{
+    char bytes[1 + KUBE_ADDRESSES_MAX * sizeof(addrset_key_t)];
+    bytes[0] = a->has_node_ref ? 1 : 0;
+    for (size_t i = 0; i < a->n; i++)
+        memcpy(bytes + 1 + i * sizeof(addrset_key_t), a->keys[i].b, sizeof(addrset_key_t));
+    return json_stringn_nocheck(bytes, 1 + a->n * sizeof(addrset_key_t));
+}
+
+static void schedule_rebuild(machines_watch_t *m)
+{
+    if (m->synced)
+        event_active(m->rebuild_ev, EV_TIMEOUT, 0);
+}
+
+/* Keeps what the object says in table; true when that changed the view. */
+static bool keep_object(collection_t *c, json_t *table, const json_t *object, bool deleted)
+{
+    kube_addresses_t a;
+    char err[256];
+    if (kube_addresses_read(object, &a, err, sizeof err) < 0) {
+        log_msg(LOG_WARN, "machines_object", "%s: skipped: %s", c->what, err);
+        return false;
+    }
+    if (a.dropped)
+        log_msg(LOG_WARN, "machines_object", "%s %.200s: %zu addresses beyond the first %d ignored",
+                c->kind, a.name, a.dropped, KUBE_ADDRESSES_MAX);
+    if (deleted)
+        return json_object_del(table, a.name) == 0;
+    json_t *record = record_of(&a);
+    if (!record) {
+        log_msg(LOG_ERROR, "machines_object", "out of memory");
+        return false;
+    }
+    json_t *old = json_object_get(table, a.name);
+    if (old && json_equal(old, record)) {
+        json_decref(record);
+        return false;
+    }
+    json_object_set_new(table, a.name, record);
+    return true;
+}
+
+static void on_list_begin(void *arg)
+{
+    collection_t *c = arg;
+    json_decref(c->listing);
+    c->listing = json_object();
+}
+
+static void on_item(void *arg, json_t *item)
+{
+    collection_t *c = arg;
+    if (c->listing)
+        keep_object(c, c->listing, item, false);
+}
+
+static void build_and_publish(machines_watch_t *m);
+
+static void on_listed(void *arg, const char *rv)
+{
+    (void)rv;
+    collection_t *c = arg;
+    machines_watch_t *m = c->m;
+    if (!c->listing) {
+        log_msg(LOG_ERROR, "machines_object", "%s: out of memory: keeping the previous view", c->what);
+        return;
+    }
+    json_decref(c->records);
+    c->records = c->listing;
+    c->listing = NULL;
+    c->listed = true;
+    if (m->synced) {
+        schedule_rebuild(m);
+        return;
+    }
+    for (size_t i = 0; i < m->n_colls; i++)
+        if (!m->colls[i].listed)
+            return;
+    m->synced = true;
+    build_and_publish(m);
+}
+
+static void on_event(void *arg, const kube_event_t *ev, uint64_t arrived_ns)
+{
+    (void)arrived_ns;
+    collection_t *c = arg;
+    if (keep_object(c, c->records, ev->object, ev->type == KUBE_EVENT_DELETED))
+        schedule_rebuild(c->m);
+}
+
+static void on_synced(void *arg)
+{
+    (void)arg;
+}
+
+static void on_failing(void *arg)
+{
+    collection_t *c = arg;
+    log_msg(LOG_WARN, "machines_failing", "%s: cannot confirm the view; the published addresses stay",
+            c->what);
+}
+
+static void add_records(addrset_builder_t *b, const collection_t *c)
+{
+    const char *name;
+    json_t *record;
+    json_object_foreach(c->records, name, record) {
+        const char *bytes = json_string_value(record);
+        size_t n = (json_string_length(record) - 1) / sizeof(addrset_key_t);
+        addrset_class_t cls = c->is_node || bytes[0] ? ADDRSET_ACTIVE : ADDRSET_PENDING;
+        for (size_t i = 0; i < n; i++) {
+            addrset_key_t key;
+            memcpy(key.b, bytes + 1 + i * sizeof key, sizeof key);
+            addrset_builder_add(b, &key, cls);
+        }
+    }
+}
+
+static void build_and_publish(machines_watch_t *m)
+{
+    addrset_builder_t b = {0};
+    for (size_t i = 0; i < m->n_colls; i++)
+        add_records(&b, &m->colls[i]);
+    addrset_t *set = addrset_build(&b);
+    if (!set) {
+        log_msg(LOG_ERROR, "machines_published", "out of memory: the workers keep the previous addresses");
+        return;
+    }
+    size_t machines = 0;
+    for (size_t i = 0; i < m->n_colls; i++)
+        machines += m->colls[i].is_node ? 0 : json_object_size(m->colls[i].records);
+    log_json(LOG_INFO, "machines_published",
+             json_pack("{s:I, s:I, s:I, s:I, s:I}", "longest_probe", (json_int_t)addrset_longest_probe(set),
+                       "pending", (json_int_t)addrset_count(set, ADDRSET_PENDING),
+                       "active", (json_int_t)addrset_count(set, ADDRSET_ACTIVE), "machines",
+                       (json_int_t)machines, "nodes",
+                       (json_int_t)json_object_size(m->colls[COLL_NODES].records)));
+    m->publish(set, m->arg);
+}
+
+static void on_rebuild(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    build_and_publish(arg);
+}
+
+static void collection_init(collection_t *c, machines_watch_t *m, const char *kind, const char *group,
+                            const char *namespace, bool is_node)
+{
+    c->m = m;
+    c->kind = kind;
+    c->is_node = is_node;
+    if (is_node) {
+        snprintf(c->path, sizeof c->path, "/api/v1/nodes");
+        snprintf(c->what, sizeof c->what, "Nodes");
+        snprintf(c->rbac, sizeof c->rbac, "get, list and watch on nodes (core, cluster-wide)");
+    } else {
+        snprintf(c->path, sizeof c->path, "/apis/%s/v1beta1/namespaces/%s/machines", group, namespace);
+        snprintf(c->what, sizeof c->what, "Machines (%s) in %s", group, namespace);
+        snprintf(c->rbac, sizeof c->rbac, "get, list and watch on machines.%s in namespace %s", group,
+                 namespace);
+    }
+}
+
+machines_watch_t *machines_watch_new(struct event_base *base, config_t *cfg,
+                                     machines_publish_fn publish, void *arg)
+{
+    machines_watch_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->base = base;
+    /* Its own reference: a reload frees the configuration it came from
+     * (admission.machines itself needs a restart, conf/reload.c). */
+    m->cfg = config_ref(cfg);
+    m->publish = publish;
+    m->arg = arg;
+    const config_admission_machines_t *am = &cfg->admission.machines;
+    collection_init(&m->colls[COLL_NODES], m, "Node", "", "", true);
+    collection_init(&m->colls[COLL_MACHINES], m, "Machine", "machine.openshift.io", am->namespace, false);
+    m->n_colls = 2;
+    if (am->cluster_api)
+        collection_init(&m->colls[m->n_colls++], m, "Machine", "cluster.x-k8s.io",
+                        am->cluster_api_namespace, false);
+    m->rebuild_ev = event_new(base, -1, 0, on_rebuild, m);
+    bool ok = m->rebuild_ev != NULL;
+    for (size_t i = 0; i < m->n_colls; i++)
+        ok = (m->colls[i].records = json_object()) != NULL && ok;
+    if (!ok) {
+        machines_watch_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+int machines_watch_start(machines_watch_t *m)
+{
+    char err[512];
+    if (kube_api_init(&m->api, &m->cfg->enforcement.kubernetes, err, sizeof err) < 0) {
+        log_msg(LOG_ERROR, "machines_error", "admission.machines: %s", err);
+        return -1;
+    }
+    m->api_ready = true;
+    static const kube_reflector_cbs_t cbs = {on_list_begin, on_item, on_listed,
+                                             on_event, on_synced, on_failing};
+    for (size_t i = 0; i < m->n_colls; i++) {
+        collection_t *c = &m->colls[i];
+        kube_reflector_cfg_t rcfg = {
+            .what = c->what,
+            .collection = {c->path, NULL, m->cfg->admission.machines.page_size},
+            .rbac_hint = c->rbac,
+            .watch_timeout_ms = m->cfg->enforcement.kubernetes.watch_timeout_ms,
+        };
+        if (!(c->reflector = kube_reflector_new(m->base, &m->api, &rcfg, &cbs, c))) {
+            log_msg(LOG_ERROR, "machines_error", "admission.machines: out of memory");
+            return -1;
+        }
+    }
+    log_json(LOG_INFO, "machines_watch",
+             json_pack("{s:s, s:s, s:b, s:s, s:i}", "server", m->api.ep.authority, "namespace",
+                       m->cfg->admission.machines.namespace, "cluster_api", m->cfg->admission.machines.cluster_api,
+                       "cluster_api_namespace", m->cfg->admission.machines.cluster_api_namespace,
+                       "page_size", (int)m->cfg->admission.machines.page_size));
+    for (size_t i = 0; i < m->n_colls; i++)
+        kube_reflector_start(m->colls[i].reflector);
+    return 0;
+}
+
+void machines_watch_free(machines_watch_t *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < COLL__MAX; i++) {
+        kube_reflector_free(m->colls[i].reflector);
+        json_decref(m->colls[i].records);
+        json_decref(m->colls[i].listing);
+    }
+    if (m->rebuild_ev)
+        event_free(m->rebuild_ev);
+    if (m->api_ready)
+        kube_api_destroy(&m->api);
+    config_unref(m->cfg);
+    free(m);
+}
+
+__attribute__((format(printf, 4, 5)))
+static void append_line(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+    if (*at >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *at, len - *at, fmt, ap);
+    va_end(ap);
+    *at += n > 0 ? (size_t)n : 0;
+}
+
+void machines_watch_rbac(const config_t *cfg, char *buf, size_t len)
+{
+    const config_admission_machines_t *am = &cfg->admission.machines;
+    size_t at = 0;
+    buf[0] = '\0';
+    if (cfg->enforcement.source == SOURCE_KIND_KUBERNETES)
+        append_line(buf, len, &at, "  ClusterRole: apiGroups [operator.openshift.io] resources "
+                    "[machineconfigurations] verbs [get list watch] (enforcement.source: kubernetes)\n");
+    if (!am->enabled)
+        return;
+    append_line(buf, len, &at, "  ClusterRole: apiGroups [\"\"] resources [nodes] verbs [get list watch] "
+                "(admission.machines)\n");
+    append_line(buf, len, &at, "  Role in %s: apiGroups [machine.openshift.io] resources [machines] "
+                "verbs [get list watch] (admission.machines)\n", am->namespace);
+    if (am->cluster_api)
+        append_line(buf, len, &at, "  Role in %s: apiGroups [cluster.x-k8s.io] resources [machines] "
+                    "verbs [get list watch] (admission.machines.cluster_api)\n", am->cluster_api_namespace);
+}
