@@ -487,8 +487,11 @@ static void conn_dispatch(conn_t *c)
     if (conn_path_gated(&w->cfg->gate, clean, clean_len)) {
         conn_copy_pool(c, clean, clean_len);
         /* The policies come before the verdict: a node without the token
-         * is refused whatever the verdict, and learns nothing of it. */
+         * is refused whatever the verdict, and learns nothing of it; then
+         * only a pending Machine's address goes on. */
         admission_result_t why = w->tokens ? admission_token_judge(w->tokens, c->ibuf, req) : ADMISSION_PASS;
+        if (why == ADMISSION_PASS && w->cfg->admission.machines.enabled)
+            why = admission_machines_judge(w->addrset, &c->peer);
         if (why != ADMISSION_PASS) {
             c->log.decision = REQUEST_REJECT;
             conn_record_held(c, admission_reason_name(why));

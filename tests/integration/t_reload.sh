@@ -62,6 +62,7 @@ reload() {
   wait_until 10 reloads_are "$want" $((n + 1)) || { tail -5 "$GATE_LOG" >&2; fail "reload not counted as $want"; }
 }
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+code_is() { [ "$(code "$1")" = "$2" ]; }   # a function, so wait_until asks again
 
 write_cfg
 "$SKEWGATE_BIN" check --files -c "$TMP/gate.yaml"
@@ -122,7 +123,7 @@ echo "wrk: $(grep -E 'requests in|Requests/sec' "$TMP/wrk.out" | tr -s ' ' | tr 
 
 note "reject mode hold -> deny: the next request after the acknowledgement, also on a kept-alive connection"
 set_object automatic-out-of-skew.yaml "$OBJECT"
-wait_until 10 test "$(code "http://127.0.0.1:$P_PLAIN/config/worker")" = 503 || fail "hold did not answer 503"
+wait_until 10 code_is "http://127.0.0.1:$P_PLAIN/config/worker" 503 || fail "hold did not answer 503"
 mkfifo "$TMP/ka.fifo" "$TMP/ka.fifo.go"
 python3 - "$P_PLAIN" "$TMP/ka.fifo" <<'PY' &
 import http.client, sys
@@ -163,7 +164,7 @@ config_json '"last_error" in j' | grep -qx False || fail "last_error kept after 
 note "a listener added is served; removed, it finishes its download, closes, and refuses new connections"
 EXTRA_LISTENER="  - address: \"127.0.0.1:$P_EXTRA\""
 MODE=hold; set_object none.yaml "$OBJECT"; write_cfg; reload
-wait_until 10 test "$(code "http://127.0.0.1:$P_EXTRA/config/worker")" = 200 || fail "the added listener does not serve"
+wait_until 10 code_is "http://127.0.0.1:$P_EXTRA/config/worker" 200 || fail "the added listener does not serve"
 curl -s --limit-rate 1m -o "$TMP/extra.body" "http://127.0.0.1:$P_EXTRA/config/worker" &
 slow=$!; PIDS+=($slow)
 wait_until 10 test -s "$TMP/extra.body" || fail "the slow download did not start"
@@ -215,11 +216,13 @@ note "the verdict source: another file"
 set_object automatic-out-of-skew.yaml "$TMP/other.yaml"
 OBJECT="$TMP/other.yaml"; write_cfg; reload
 verdict_reason() { curl -sf "$ADMIN/verdict" | python3 -c 'import json, sys; print(json.load(sys.stdin)["reason"])'; }
-wait_until 10 test "$(verdict_reason)" = OutOfSkew || fail "the new source file is not followed: $(verdict_reason)"
+# A function, so that wait_until asks again each time.
+reason_is() { [ "$(verdict_reason)" = "$1" ]; }
+wait_until 10 reason_is OutOfSkew || fail "the new source file is not followed: $(verdict_reason)"
 [ "$(code "http://127.0.0.1:$P_PLAIN/config/worker")" = 503 ] || fail "the new file's verdict is not enforced"
 set_object none.yaml "$TMP/mc.yaml"   # the old file changes: no longer watched
 set_object none.yaml "$TMP/other.yaml"
-wait_until 10 test "$(verdict_reason)" = EnforcementDisabled || fail "the new source file's change is not followed"
+wait_until 10 reason_is EnforcementDisabled || fail "the new source file's change is not followed"
 
 note "another upstream: new requests go there"
 MCS2_PORT=$(free_port)
