@@ -260,6 +260,15 @@ static void metrics_render_connections(FILE *f, const metrics_worker_t *const *w
             metrics_sum(workers, n_workers, offsetof(metrics_worker_t, refused_over_limit)));
 }
 
+static void metrics_render_evidence(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
+{
+    metrics_head(f, "skewgate_evidence_held_total", "counter",
+                 "Gated requests answered as reject.mode says because the node's Ignition asked for a spec "
+                 "older than evidence.min_spec (reason ClientBootImageTooOld).");
+    fprintf(f, "skewgate_evidence_held_total %" PRIu64 "\n",
+            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, evidence_held)));
+}
+
 static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
 {
     const verdict_t *v = g->verdict;
@@ -291,6 +300,7 @@ char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, c
     metrics_render_duration(f, workers, n_workers);
     metrics_render_upstream(f, workers, n_workers);
     metrics_render_connections(f, workers, n_workers);
+    metrics_render_evidence(f, workers, n_workers);
     metrics_render_gate(f, g);
     if (ferror(f))
         rc = -1;
