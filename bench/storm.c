@@ -4,7 +4,9 @@
  * must be exactly SIZE bytes with the SHA-256 given, or the node has not
  * got its config. Like Ignition (DESIGN 1.2) a node retries every 5xx and
  * every transport error on a new connection, backoff 200 ms doubling to
- * 5 s, and gives an attempt 10 s for the response head. One thread, epoll.
+ * 5 s, and gives an attempt 10 s for the response head; a 4xx fails the
+ * node at once, as it drops Ignition to the emergency shell. One thread,
+ * epoll.
  *
  *   storm PORT PATH NODES SIZE SHA256_HEX ACCEPT DEADLINE_S
  *
@@ -36,7 +38,7 @@
 #define HEAD_TIMEOUT_MS 10000
 #define MAX_STATUS 600
 
-typedef enum { N_WAIT, N_CONNECT, N_HANDSHAKE, N_SEND, N_HEAD, N_BODY, N_DONE } node_state_t;
+typedef enum { N_WAIT, N_CONNECT, N_HANDSHAKE, N_SEND, N_HEAD, N_BODY, N_DONE, N_FAILED } node_state_t;
 
 typedef struct node {
     int fd;
@@ -118,30 +120,35 @@ static void attempt(node_t *n)
     EVP_DigestInit_ex(n->md, EVP_sha256(), NULL);
 }
 
-/* WANT_READ/WANT_WRITE -> the events to wait for; 0 on a real error. */
-static uint32_t want_of(node_t *n, int r)
+/* After an SSL call that returned r <= 0: wait for what it wants, or, on
+ * a real error (a reset, a cut, a close), try again as Ignition does. */
+static void wait_or_retry(node_t *n, int r)
 {
     int e = SSL_get_error(n->ssl, r);
     ERR_clear_error();
-    return e == SSL_ERROR_WANT_READ ? EPOLLIN : e == SSL_ERROR_WANT_WRITE ? EPOLLOUT : 0;
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+        watch(n, e == SSL_ERROR_WANT_READ ? EPOLLIN : EPOLLOUT);
+    else
+        retry(n);
 }
 
-/* The head in n->head is complete: its status and Content-Length. */
-static bool take_head(node_t *n, const char *end)
+/* The head in n->head is complete: its status and Content-Length; 0
+ * when the body follows, else the status (0 too for no usable head). */
+static int take_head(node_t *n, const char *end)
 {
     int status = 0;
     if (sscanf(n->head, "HTTP/1.%*d %d", &status) != 1 || status < 100 || status >= MAX_STATUS)
-        return false;
+        return -1;
     statuses[status]++;
     if (status != 200)
-        return false;
+        return status;
     const char *cl = memmem(n->head, (size_t)(end - n->head), "\r\nContent-Length:", 17);
     if (!cl)
         cl = memmem(n->head, (size_t)(end - n->head), "\r\ncontent-length:", 17);
     if (!cl)
-        return false;
+        return -1;
     n->body_want = strtoull(cl + 17, NULL, 10);
-    return true;
+    return 0;
 }
 
 static void body_bytes(node_t *n, const char *p, size_t len)
@@ -170,11 +177,7 @@ static void read_response(node_t *n)
     for (;;) {
         int r = SSL_read(n->ssl, scratch, sizeof scratch);
         if (r <= 0) {
-            uint32_t w = want_of(n, r);
-            if (w)
-                watch(n, w);
-            else
-                retry(n);   /* closed or cut before the body was whole */
+            wait_or_retry(n, r);   /* a close or cut before the body was whole: retried */
             return;
         }
         size_t got = (size_t)r, off = 0;
@@ -193,7 +196,13 @@ static void read_response(node_t *n)
                 }
                 continue;
             }
-            if (!take_head(n, end)) {
+            int status = take_head(n, end);
+            if (status >= 400 && status < 500) {
+                n->state = N_FAILED;   /* Ignition gives up on a 4xx: the emergency shell */
+                drop(n);
+                return;
+            }
+            if (status != 0) {
                 retry(n);   /* a 5xx (Ignition retries it) or no usable head */
                 return;
             }
@@ -232,11 +241,7 @@ static void step(node_t *n)
     case N_HANDSHAKE:
         r = SSL_do_handshake(n->ssl);
         if (r != 1) {
-            uint32_t w = want_of(n, r);
-            if (w)
-                watch(n, w);
-            else
-                retry(n);
+            wait_or_retry(n, r);
             return;
         }
         n->state = N_SEND;
@@ -245,11 +250,7 @@ static void step(node_t *n)
         while (n->sent < request_len) {
             r = SSL_write(n->ssl, request + n->sent, (int)(request_len - n->sent));
             if (r <= 0) {
-                uint32_t w = want_of(n, r);
-                if (w)
-                    watch(n, w);
-                else
-                    retry(n);
+                wait_or_retry(n, r);
                 return;
             }
             n->sent += (size_t)r;
@@ -325,7 +326,7 @@ int main(int argc, char **argv)
                 attempt(n);
             else if (n->state == N_HEAD && t >= n->head_deadline_ms)
                 retry(n);   /* Ignition's 10 s for the response head */
-            left += n->state != N_DONE;
+            left += n->state != N_DONE && n->state != N_FAILED;
         }
         if (!left || t >= end_ms)
             break;
