@@ -12,7 +12,7 @@
  * Prints "listening port=P" once it listens. GET /renders answers the
  * renders done so far and those under way, "DONE BUSY" (no render cost),
  * so that a count is read once none is under way; GET /healthz answers 200;
- * an unknown pool 500 (as the MCS), other paths 404. The body of a pool is
+ * an unknown pool 500 (as the MCS), other paths 404; POOL-SUFFIX is POOL. The body of a pool is
  * the same bytes on every render (a function of its size only), so a
  * client can check each copy against one SHA-256. SIGTERM ends it. */
 #define _GNU_SOURCE
@@ -112,6 +112,15 @@ static int answer(int fd, const char *status, const char *type, const char *body
     return head_only ? 0 : send_all(fd, body, len);
 }
 
+/* "s1m" serves /config/s1m and /config/s1m-ANYTHING: a storm asks for a
+ * pool name of its own (a cold cache in front, and a path without a query,
+ * which is what is coalesced), with the body of its size. */
+static bool pool_matches(const pool_t *p, const char *name, size_t len)
+{
+    size_t n = strlen(p->name);
+    return len >= n && !memcmp(name, p->name, n) && (len == n || name[n] == '-');
+}
+
 /* One request head in buf[0..n): answers it; -1 ends the connection. */
 static int serve(int fd, const char *buf, size_t n, bool *close_after)
 {
@@ -137,7 +146,7 @@ static int serve(int fd, const char *buf, size_t n, bool *close_after)
     if (plen > 8 && !memcmp(path, "/config/", 8)) {
         render();
         for (size_t i = 0; i < n_pools; i++)
-            if (strlen(pools[i].name) == plen - 8 && !memcmp(path + 8, pools[i].name, plen - 8))
+            if (pool_matches(&pools[i], path + 8, plen - 8))
                 return answer(fd, "200 OK", "application/json", pools[i].body, pools[i].len, head,
                               *close_after);
         return answer(fd, "500 Internal Server Error", NULL, "", 0, head, *close_after);
