@@ -45,9 +45,9 @@ typedef struct metrics_worker {
     metrics_counter_t duration_buckets[METRICS_N_BUCKETS + 1];   /* not cumulative */
     metrics_counter_t duration_sum_ns;
     metrics_counter_t upstream_errors[METRICS_N_UPSTREAM_ERRORS];
+    metrics_counter_t evidence_held;    /* answered ClientBootImageTooOld */
     metrics_counter_t open_tls, open_plain;     /* gauges */
     metrics_counter_t accepted, refused_over_limit;
-    metrics_counter_t evidence_held;    /* answered ClientBootImageTooOld */
 } metrics_worker_t;
 
 /* Owner-only increment: a plain load and store, yet a data race for no one. */

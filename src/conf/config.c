@@ -262,17 +262,17 @@ static const field_t redirect_fields[] = {
 };
 static const schema_t redirect_schema = SCHEMA(redirect_fields);
 
-static const field_t evidence_fields[] = {
-    {"enabled", schema_read_bool, offsetof(config_evidence_t, enabled), NULL},
-    {"min_spec", conf_read_min_spec, 0, NULL},
-};
-static const schema_t evidence_schema = SCHEMA(evidence_fields);
-
 static const field_t log_fields[] = {
     {"level", schema_read_enum, offsetof(config_log_t, level), log_levels},
     {"access", schema_read_bool, offsetof(config_log_t, access), NULL},
 };
 static const schema_t log_schema = SCHEMA(log_fields);
+
+static const field_t evidence_fields[] = {
+    {"enabled", schema_read_bool, offsetof(config_evidence_t, enabled), NULL},
+    {"min_spec", conf_read_min_spec, 0, NULL},
+};
+static const schema_t evidence_schema = SCHEMA(evidence_fields);
 
 #define CONFIG_FIELD(name) offsetof(config_t, name)
 static const field_t root_fields[] = {
