@@ -1051,4 +1051,3 @@ Test(config_redirect, reference_config_states_the_default_ports)
     config_free(ref);
     config_free(def);
 }
-
