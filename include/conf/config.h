@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "core/cidr.h"
+#include "core/ignition.h"
 #include "core/log.h"
 #include "core/skew.h"
 
@@ -121,6 +122,16 @@ typedef struct config_gate {
     reject_mode_t reject_mode;  /* reject.mode, default hold */
 } config_gate_t;
 
+/* Per-node evidence of an old boot image (docs/evidence.md): a node whose
+ * Ignition asks for a spec older than min_spec is held, whatever the
+ * cluster's record says. */
+typedef struct config_evidence {
+    bool enabled;               /* default false */
+    bool min_spec_auto;         /* min_spec: auto (default): from the release table and
+                                   enforcement.limits.ocp_version */
+    ignition_version_t min_spec;    /* resolved at load; 0.0.0 when auto finds no row and evidence is off */
+} config_evidence_t;
+
 typedef struct config_limits {
     uint32_t max_connections;   /* default 10000 (whole gate) */
     uint32_t max_header_bytes;  /* default 16 KiB */
@@ -211,6 +222,7 @@ typedef struct config {
     config_upstream_t upstream;
     config_enforcement_t enforcement;
     config_gate_t gate;
+    config_evidence_t evidence;
     config_limits_t limits;
     config_admin_t admin;
     config_redirect_t redirect;

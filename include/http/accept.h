@@ -4,7 +4,10 @@
 #ifndef SKEWGATE_HTTP_ACCEPT_H
 #define SKEWGATE_HTTP_ACCEPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "core/ignition.h"
 
 /* The Ignition specs an explain response can be written in. */
 typedef enum {
@@ -26,5 +29,12 @@ typedef enum {
  * IGNITION_SPEC_UNSUPPORTED. Media types and parameter names match in any
  * case; OWS around '=' is allowed; a version may be quoted. */
 ignition_spec_t http_accept_ignition_spec(const char *accept, size_t len);
+
+/* The version the node asks for, as written (3.7.0 stays 3.7.0), of the
+ * element http_accept_ignition_spec chooses; when no element has a spec
+ * we render, the first Ignition element's. false when the header (NULL:
+ * none) names no Ignition type with a valid version. Per-node evidence
+ * reads it (proxy/evidence.h). */
+bool http_accept_ignition_version(const char *accept, size_t len, ignition_version_t *out);
 
 #endif

@@ -46,6 +46,7 @@ typedef struct metrics_worker {
     metrics_counter_t duration_buckets[METRICS_N_BUCKETS + 1];   /* not cumulative */
     metrics_counter_t duration_sum_ns;
     metrics_counter_t upstream_errors[METRICS_N_UPSTREAM_ERRORS];
+    metrics_counter_t evidence_held;    /* answered ClientBootImageTooOld */
     metrics_counter_t open_tls, open_plain;     /* gauges */
     metrics_counter_t accepted, refused_over_limit;
     /* The worker's held table, rendered as skewgate_held_clients and its

@@ -14,6 +14,9 @@
 #include "http/accept.h"
 #include "verdict/verdict.h"
 
+/* The Skewgate-Reason and access log reason of an evidence answer. */
+#define GATE_EVIDENCE_REASON "ClientBootImageTooOld"
+
 typedef struct gate_response {
     const char *data;
     size_t len;         /* head and body: the answer to GET */
@@ -27,6 +30,9 @@ typedef struct gate_snapshot {
     verdict_t verdict;
     /* hold and deny ignore the spec: all their rows point at the same bytes */
     gate_response_t responses[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT];
+    /* The same mode's answers for a node held on evidence of an old boot
+     * image (proxy/evidence.h), rendered with every verdict. */
+    gate_response_t evidence_responses[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT];
     char bytes[];       /* every response, back to back */
 } gate_snapshot_t;
 
@@ -41,5 +47,8 @@ void gate_snapshot_unref(gate_snapshot_t *s);
  * http_accept_ignition_spec (explain mode) or is 0 (hold, deny). */
 const gate_response_t *gate_snapshot_reject(const gate_snapshot_t *s, int spec_index,
                                             http_conn_variant_t variant);
+/* The same for a node held on evidence of an old boot image. */
+const gate_response_t *gate_snapshot_evidence(const gate_snapshot_t *s, int spec_index,
+                                              http_conn_variant_t variant);
 
 #endif

@@ -331,6 +331,12 @@ static const field_t admission_fields[] = {
 };
 static const schema_t admission_schema = SCHEMA(admission_fields);
 
+static const field_t evidence_fields[] = {
+    {"enabled", schema_read_bool, offsetof(config_evidence_t, enabled), NULL},
+    {"min_spec", conf_read_min_spec, 0, NULL},
+};
+static const schema_t evidence_schema = SCHEMA(evidence_fields);
+
 #define CONFIG_FIELD(name) offsetof(config_t, name)
 static const field_t root_fields[] = {
     {"workers", conf_read_workers, CONFIG_FIELD(workers), NULL},
@@ -339,6 +345,7 @@ static const field_t root_fields[] = {
     {"gate", schema_read_submap, CONFIG_FIELD(gate), &gate_schema},
     {"reject", schema_read_submap, CONFIG_FIELD(gate.reject_mode), &reject_schema},
     {"enforcement", schema_read_submap, CONFIG_FIELD(enforcement), &enforcement_schema},
+    {"evidence", schema_read_submap, CONFIG_FIELD(evidence), &evidence_schema},
     {"limits", schema_read_submap, CONFIG_FIELD(limits), &limits_schema},
     {"admin", schema_read_submap, CONFIG_FIELD(admin), &admin_schema},
     {"redirect", schema_read_submap, CONFIG_FIELD(redirect), &redirect_schema},
@@ -366,6 +373,7 @@ static int set_defaults(loader_t *ld, config_t *cfg)
     cfg->upstream.queue_timeout_ms = 10000;
 
     cfg->gate.reject_mode = REJECT_HOLD;
+    cfg->evidence = (config_evidence_t){.enabled = false, .min_spec_auto = true};
 
     config_enforcement_t *e = &cfg->enforcement;
     e->source = SOURCE_KIND_KUBERNETES;
@@ -615,9 +623,35 @@ static uint32_t usable_cpus(void)
     return n > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (uint32_t)n;
 }
 
+/* min_spec: auto takes the spec of the table's row for the OCP limit: the
+ * oldest boot image the release supports reads at least that spec. */
+static int derive_evidence(loader_t *ld)
+{
+    config_evidence_t *e = &ld->cfg->evidence;
+    if (!e->min_spec_auto)
+        return 0;
+    const ocp_version_t *limit = &ld->cfg->enforcement.limits.ocp;
+    const ignition_release_t *row = ignition_release_for(limit);
+    if (row) {
+        e->min_spec = row->spec;
+        return 0;
+    }
+    if (!e->enabled)
+        return 0;
+    size_t n;
+    const ignition_release_t *first = ignition_releases(&n);
+    return schema_fail_at_path(ld, schema_node_at(ld, "evidence.min_spec") ? "evidence.min_spec" : "evidence",
+                               "min_spec auto: no Ignition is known for OCP %u.%u (enforcement.limits.ocp_version; "
+                               "the table starts at %u.%u): set evidence.min_spec to a spec such as \"3.2.0\"",
+                               (unsigned)limit->major, (unsigned)limit->minor, (unsigned)first->ocp_major,
+                               (unsigned)first->ocp_minor);
+}
+
 static int derive(loader_t *ld)
 {
     config_t *cfg = ld->cfg;
+    if (derive_evidence(ld) < 0)
+        return -1;
     if (cfg->workers == 0)
         cfg->workers = usable_cpus();
     if (!cfg->upstream.server_name) {

@@ -7,6 +7,7 @@
 
 #include "readers.h"
 #include "core/cidr.h"
+#include "core/ignition.h"
 #include "core/text.h"
 #include "core/version.h"
 
@@ -43,6 +44,25 @@ int conf_read_rhel_version(loader_t *ld, const ynode_t *node, const field_t *f, 
         return -1;
     if (version_parse_rhel(s, dst) < 0)
         return schema_fail(ld, node, ld->path, "invalid RHEL version \"%s\": expected MAJOR.MINOR, e.g. 9.2", s);
+    return 0;
+}
+
+int conf_read_min_spec(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    config_evidence_t *e = dst;
+    const char *s = schema_scalar_text(ld, node, "auto or an Ignition spec such as \"3.2.0\"");
+    if (!s)
+        return -1;
+    if (!strcmp(s, "auto")) {
+        e->min_spec_auto = true;
+        return 0;
+    }
+    if (ignition_version_parse(s, &e->min_spec) < 0)
+        return schema_fail(ld, node, ld->path,
+                           "invalid Ignition spec \"%s\": expected auto or MAJOR.MINOR.PATCH with major 2 or 3, "
+                           "e.g. 3.2.0", s);
+    e->min_spec_auto = false;
     return 0;
 }
 

@@ -11,6 +11,9 @@ int conf_read_workers(loader_t *ld, const ynode_t *node, const field_t *f, void 
 /* The skew limits: an ocp_version_t "4.13.0", a rhel_version_t "9.2". */
 int conf_read_ocp_version(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
 int conf_read_rhel_version(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
+/* evidence.min_spec into a config_evidence_t: "auto" or an Ignition spec
+ * such as "3.2.0" (core/ignition.h). */
+int conf_read_min_spec(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
 /* The MachineConfiguration's name (a DNS-1123 subdomain) and the API
  * server's URL ("" for in-cluster). */
 int conf_read_kube_name(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);

@@ -16,6 +16,7 @@
 #include "proxy/admission_token.h"
 #include "proxy/admission_machines.h"
 #include "proxy/conn.h"
+#include "proxy/evidence.h"
 #include "proxy/exchange.h"
 #include "proxy/local_response.h"
 #include "proxy/shared_timeout.h"
@@ -428,7 +429,9 @@ static bool conn_path_gated(const config_gate_t *gate, const char *clean, size_t
     return false;
 }
 
-static void conn_reject(conn_t *c, const gate_snapshot_t *snap)
+/* A rejected request's answer: the verdict's, or the evidence one when
+ * evidence holds the node (its own reason, the same reject mode). */
+static void conn_reject(conn_t *c, const gate_snapshot_t *snap, bool evidence)
 {
     const http_request_t *req = &c->w->conns.req;
     int spec = 0;
@@ -438,14 +441,24 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap)
                       : http_accept_ignition_spec(NULL, 0);
     }
     http_conn_variant_t variant = http_conn_variant(c->keep_alive, c->http10);
-    const gate_response_t *r = gate_snapshot_reject(snap, spec, variant);
+    const gate_response_t *r = evidence ? gate_snapshot_evidence(snap, spec, variant)
+                                        : gate_snapshot_reject(snap, spec, variant);
     c->log.decision = REQUEST_REJECT;
-    c->log.reason = verdict_reason_name(snap->verdict.reason);
+    c->log.reason = evidence ? GATE_EVIDENCE_REASON : verdict_reason_name(snap->verdict.reason);
+    if (evidence)
+        metrics_add(&c->w->metrics.evidence_held, 1);
     conn_record_held(c, c->log.reason);
     c->log.status = snap->mode == REJECT_HOLD ? 503
                     : snap->mode == REJECT_DENY ? 403
                     : spec == IGNITION_SPEC_UNSUPPORTED ? 400 : 200;
     conn_send_local(c, r->data, c->is_head ? r->head_len : r->len, (gate_snapshot_t *)snap, !c->keep_alive);
+}
+
+static bool conn_evidence_too_old(const conn_t *c)
+{
+    const http_header_t *accept = http_headers_get(&c->w->conns.req.headers, HTTP_HDR_ACCEPT);
+    return accept ? evidence_too_old(&c->w->cfg->evidence, c->ibuf + accept->value.off, accept->value.len)
+                  : evidence_too_old(&c->w->cfg->evidence, NULL, 0);
 }
 
 /* One complete request head is in ibuf[0..head_len): judge and answer it. */
@@ -500,7 +513,13 @@ static void conn_dispatch(conn_t *c)
         }
         const gate_snapshot_t *snap = w->snapshot;
         if (!snap->admit) {
-            conn_reject(c, snap);
+            conn_reject(c, snap, false);
+            return;
+        }
+        /* After the verdict: a cluster that rejects answers with its own
+         * reason, the broader one; evidence only holds nodes it admits. */
+        if (w->cfg->evidence.enabled && evidence_applies(snap->verdict.reason) && conn_evidence_too_old(c)) {
+            conn_reject(c, snap, true);
             return;
         }
         c->log.decision = REQUEST_ADMIT;

@@ -244,6 +244,15 @@ static void metrics_render_upstream(FILE *f, const metrics_worker_t *const *work
                                                     k * sizeof(metrics_counter_t)));
 }
 
+static void metrics_render_evidence(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
+{
+    metrics_head(f, "skewgate_evidence_held_total", "counter",
+                 "Gated requests answered as reject.mode says because the node's Ignition asked for a spec "
+                 "older than evidence.min_spec (reason ClientBootImageTooOld).");
+    fprintf(f, "skewgate_evidence_held_total %" PRIu64 "\n",
+            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, evidence_held)));
+}
+
 static void metrics_render_connections(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
 {
     metrics_head(f, "skewgate_connections", "gauge", "Open client connections, by transport.");
@@ -347,6 +356,7 @@ char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, c
     int rc = metrics_render_requests(f, workers, n_workers);
     metrics_render_duration(f, workers, n_workers);
     metrics_render_upstream(f, workers, n_workers);
+    metrics_render_evidence(f, workers, n_workers);
     metrics_render_connections(f, workers, n_workers);
     metrics_render_admission(f, workers, n_workers);
     metrics_render_gate(f, g);

@@ -140,11 +140,12 @@ static char *explain_body(ignition_spec_t spec, const char *source)
     return body;
 }
 
-static void render_explain(render_buf_t *b, const verdict_t *v, const char *reason,
-                           span_t spans[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT])
+typedef span_t answer_spans_t[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT];
+
+static void render_explain(render_buf_t *b, const char *message, const char *reason, answer_spans_t spans)
 {
-    char text[sizeof v->message + 64];
-    snprintf(text, sizeof text, "skewgate: this node was not admitted: %s\n", v->message);
+    char text[VERDICT_MESSAGE_LEN + 64];
+    snprintf(text, sizeof text, "skewgate: this node was not admitted: %s\n", message);
     char *source = data_url(text);
     if (!source) {
         b->failed = true;
@@ -165,35 +166,59 @@ static void render_explain(render_buf_t *b, const verdict_t *v, const char *reas
     render_row(b, &bad_request, reason, spans[IGNITION_SPEC_UNSUPPORTED]);
 }
 
-/* ---- the snapshot */
-
-gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode)
+/* Every answer of one reject mode for one reason and message. */
+static void render_answers(render_buf_t *b, reject_mode_t mode, const char *reason, const char *message,
+                           answer_spans_t spans)
 {
-    const char *reason = verdict_reason_name(v->reason);
-    render_buf_t b = {0};
-    span_t spans[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT];
-    char deny_body[sizeof v->message + 64];
+    char deny_body[VERDICT_MESSAGE_LEN + 64];
 
     switch (mode) {
     case REJECT_EXPLAIN:
-        render_explain(&b, v, reason, spans);
+        render_explain(b, message, reason, spans);
         break;
     case REJECT_DENY: {
-        int n = snprintf(deny_body, sizeof deny_body, "skewgate: %s: %s\n", reason, v->message);
+        int n = snprintf(deny_body, sizeof deny_body, "skewgate: %s: %s\n", reason, message);
         response_spec_t r = {"403 Forbidden", "text/plain; charset=utf-8", deny_body, (size_t)n};
-        render_row(&b, &r, reason, spans[0]);
+        render_row(b, &r, reason, spans[0]);
         break;
     }
     case REJECT_HOLD:
     default: {
         response_spec_t r = {"503 Service Unavailable", NULL, "", 0};
-        render_row(&b, &r, reason, spans[0]);
+        render_row(b, &r, reason, spans[0]);
         break;
     }
     }
     if (mode != REJECT_EXPLAIN)
         for (int spec = 1; spec < IGNITION_SPEC__COUNT; spec++)
             memcpy(spans[spec], spans[0], sizeof spans[0]);
+}
+
+static void place_answers(gate_snapshot_t *s, const answer_spans_t spans,
+                          gate_response_t out[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT])
+{
+    for (int spec = 0; spec < IGNITION_SPEC__COUNT; spec++)
+        for (int variant = 0; variant < HTTP_CONN__COUNT; variant++) {
+            const span_t *span = &spans[spec][variant];
+            out[spec][variant] = (gate_response_t){s->bytes + span->offset, span->len, span->head_len};
+        }
+}
+
+/* ---- the snapshot */
+
+gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode)
+{
+    render_buf_t b = {0};
+    answer_spans_t spans, evidence_spans;
+    render_answers(&b, mode, verdict_reason_name(v->reason), v->message, spans);
+    /* The evidence answers cost one more set of bytes per verdict, so that
+     * a held node's answer is as ready as a rejected cluster's. */
+    char limit[VERDICT_VERSION_LEN], evidence_message[VERDICT_MESSAGE_LEN];
+    snprintf(evidence_message, sizeof evidence_message,
+             "this node's Ignition asks for an older config spec than the boot images of OCP %s (the oldest "
+             "this cluster supports) read: it is booting from an older boot image",
+             version_format_ocp(&v->limits.ocp, limit, sizeof limit));
+    render_answers(&b, mode, GATE_EVIDENCE_REASON, evidence_message, evidence_spans);
 
     gate_snapshot_t *s = b.failed ? NULL : malloc(sizeof *s + b.len);
     if (s) {
@@ -202,12 +227,8 @@ gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode)
         s->mode = mode;
         s->verdict = *v;
         memcpy(s->bytes, b.data, b.len);
-        for (int spec = 0; spec < IGNITION_SPEC__COUNT; spec++)
-            for (int variant = 0; variant < HTTP_CONN__COUNT; variant++) {
-                const span_t *span = &spans[spec][variant];
-                s->responses[spec][variant] = (gate_response_t){
-                    s->bytes + span->offset, span->len, span->head_len};
-            }
+        place_answers(s, spans, s->responses);
+        place_answers(s, evidence_spans, s->evidence_responses);
     }
     free(b.data);
     return s;
@@ -225,12 +246,24 @@ void gate_snapshot_unref(gate_snapshot_t *s)
         free(s);
 }
 
-const gate_response_t *gate_snapshot_reject(const gate_snapshot_t *s, int spec_index,
-                                            http_conn_variant_t variant)
+static const gate_response_t *pick(const gate_response_t table[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT],
+                                   int spec_index, http_conn_variant_t variant)
 {
     if (spec_index < 0 || spec_index >= IGNITION_SPEC__COUNT)
         spec_index = IGNITION_SPEC_UNSUPPORTED;
     if ((unsigned)variant >= HTTP_CONN__COUNT)
         variant = HTTP_CONN_CLOSE;
-    return &s->responses[spec_index][variant];
+    return &table[spec_index][variant];
+}
+
+const gate_response_t *gate_snapshot_reject(const gate_snapshot_t *s, int spec_index,
+                                            http_conn_variant_t variant)
+{
+    return pick(s->responses, spec_index, variant);
+}
+
+const gate_response_t *gate_snapshot_evidence(const gate_snapshot_t *s, int spec_index,
+                                              http_conn_variant_t variant)
+{
+    return pick(s->evidence_responses, spec_index, variant);
 }

@@ -252,6 +252,50 @@ Test(config, bad_enum_lists_the_choices)
                  "t.yaml:4:17: enforcement.when_unknown: invalid value \"allow\": expected one of admit, reject");
 }
 
+/* --- evidence. */
+
+static void expect_min_spec(config_t *cfg, const char *want)
+{
+    char buf[32];
+    cr_expect_str_eq(ignition_version_format(&cfg->evidence.min_spec, buf, sizeof buf), want);
+    config_free(cfg);
+}
+
+Test(config, evidence_is_off_and_auto_by_default)
+{
+    config_t *cfg = parse_ok(MINIMAL);
+    cr_expect_not(cfg->evidence.enabled);
+    cr_expect(cfg->evidence.min_spec_auto);
+    expect_min_spec(cfg, "3.3.0");   /* OCP 4.13 boot images: the 4.12 row, Ignition 2.14 */
+}
+
+Test(config, evidence_min_spec_auto_follows_the_ocp_limit_or_is_given)
+{
+    expect_min_spec(parse_ok(MINIMAL "enforcement:\n  limits:\n    ocp_version: \"4.14.0\"\n"
+                                     "evidence:\n  enabled: true\n"), "3.4.0");
+    expect_min_spec(parse_ok(MINIMAL "evidence:\n  enabled: true\n  min_spec: \"3.1.0\"\n"), "3.1.0");
+    config_t *cfg = parse_ok(MINIMAL "evidence:\n  min_spec: 2.2.0\n");
+    cr_expect_not(cfg->evidence.min_spec_auto);
+    expect_min_spec(cfg, "2.2.0");
+}
+
+Test(config, evidence_bad_values_point_at_them)
+{
+    expect_error(MINIMAL "evidence:\n  min_spec: \"3.x\"\n",
+                 "t.yaml:4:13: evidence.min_spec: invalid Ignition spec \"3.x\": expected auto or "
+                 "MAJOR.MINOR.PATCH with major 2 or 3, e.g. 3.2.0");
+    expect_error(MINIMAL "evidence:\n  enabled: yes\n",
+                 "t.yaml:4:12: evidence.enabled: expected true or false, got a string");
+    expect_error(MINIMAL "evidence:\n  min_sepc: auto\n",
+                 "t.yaml:4:3: evidence.min_sepc: unknown key; did you mean \"min_spec\"?");
+    expect_error(MINIMAL "enforcement:\n  limits:\n    ocp_version: \"4.7.0\"\nevidence:\n  enabled: true\n",
+                 "t.yaml:7:3: evidence: min_spec auto: no Ignition is known for OCP 4.7 "
+                 "(enforcement.limits.ocp_version; the table starts at 4.8): set evidence.min_spec to a spec "
+                 "such as \"3.2.0\"");
+    /* off, auto below the table is harmless */
+    config_free(parse_ok(MINIMAL "enforcement:\n  limits:\n    ocp_version: \"4.7.0\"\n"));
+}
+
 Test(config, mapping_where_a_scalar_belongs_is_a_type_error)
 {
     expect_error(MINIMAL "upstream:\n  address:\n    ip: 127.0.0.1\n",

@@ -112,3 +112,45 @@ Test(http_accept, reads_no_byte_past_len)
     cr_expect_eq(http_accept_ignition_spec(exact, 0), IGNITION_SPEC_2_2);
     free(exact);
 }
+
+/* What evidence reads: the version as the node wrote it. */
+static bool version_of(const char *accept, char *buf, size_t len)
+{
+    ignition_version_t v;
+    if (!http_accept_ignition_version(accept, accept ? strlen(accept) : 0, &v))
+        return false;
+    ignition_version_format(&v, buf, len);
+    return true;
+}
+
+Test(http_accept, the_version_asked_for_is_kept_as_written)
+{
+    static const struct {
+        const char *accept, *version;
+    } cases[] = {
+        {"application/vnd.coreos.ignition+json;version=3.3.0, */*;q=0.1", "3.3.0"},
+        {"application/vnd.coreos.ignition+json;version=3.7.0, */*;q=0.1", "3.7.0"},
+        {"application/vnd.coreos.ignition+json; version=\"3.4.0-experimental\"", "3.4.0-pre"},
+        {"application/vnd.coreos.ignition+json;version=2.2.0, application/vnd.coreos.ignition+json;version=1.0.0",
+         "2.2.0"},
+        /* the MCS's choice: the higher q wins, the first among equals */
+        {"application/vnd.coreos.ignition+json;version=3.1.0;q=0.5, "
+         "application/vnd.coreos.ignition+json;version=3.3.0;q=0.9", "3.3.0"},
+        {"application/vnd.coreos.ignition+json;version=3.2.0, application/vnd.coreos.ignition+json;version=3.3.0",
+         "3.2.0"},
+        /* only unsupported versions: the first one */
+        {"application/vnd.coreos.ignition+json;version=4.0.0, application/vnd.coreos.ignition+json;version=1.0.0",
+         "4.0.0"},
+    };
+    char buf[32];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_expect(version_of(cases[i].accept, buf, sizeof buf), "%s", cases[i].accept);
+        cr_expect_str_eq(buf, cases[i].version, "%s", cases[i].accept);
+    }
+    static const char *const none[] = {
+        "*/*", "application/json", "application/vnd.coreos.ignition+json",
+        "application/vnd.coreos.ignition+json;version=three", "", NULL,
+    };
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        cr_expect_not(version_of(none[i], buf, sizeof buf), "%s", none[i] ? none[i] : "(no header)");
+}

@@ -313,3 +313,47 @@ Test(snapshot, the_last_unref_frees)
     gate_snapshot_unref(s);
     gate_snapshot_unref(NULL);
 }
+
+/* Every snapshot carries the evidence answers of its mode: the mode's
+ * status, its own reason, and (explain) a config in the node's spec that
+ * names the limit. The verdict's own answers keep the verdict's reason. */
+Test(snapshot, evidence_answers_in_every_mode)
+{
+    verdict_t v = {.decision = DECISION_ADMIT, .reason = REASON_COMPLIANT, .settled = true};
+    verdict_limits_default(&v.limits);
+    static const struct {
+        reject_mode_t mode;
+        const char *status;
+    } modes[] = {{REJECT_HOLD, "HTTP/1.1 503 "}, {REJECT_DENY, "HTTP/1.1 403 "}, {REJECT_EXPLAIN, "HTTP/1.1 200 "}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        gate_snapshot_t *s = gate_snapshot_new(&v, modes[i].mode);
+        cr_assert_not_null(s);
+        cr_expect(s->admit);
+        for (int variant = 0; variant < HTTP_CONN__COUNT; variant++) {
+            char *head = head_of(gate_snapshot_evidence(s, IGNITION_SPEC_3_3, variant));
+            cr_expect(!strncmp(head, modes[i].status, strlen(modes[i].status)), "%s: %s", mode_name(modes[i].mode), head);
+            cr_expect_not_null(strstr(head, "\r\nSkewgate-Reason: ClientBootImageTooOld\r\n"), "%s", head);
+            free(head);
+            head = head_of(gate_snapshot_reject(s, IGNITION_SPEC_3_3, variant));
+            cr_expect_not_null(strstr(head, "\r\nSkewgate-Reason: Compliant\r\n"), "%s", head);
+            free(head);
+        }
+        if (modes[i].mode == REJECT_EXPLAIN) {
+            char *body = body_of(gate_snapshot_evidence(s, IGNITION_SPEC_3_3, HTTP_CONN_KEEP_ALIVE));
+            json_error_t error;
+            json_t *config = json_loads(body, 0, &error);
+            cr_assert_not_null(config, "%s in %s", error.text, body);
+            cr_expect_str_eq(ignition_version(config), "3.3.0");
+            cr_expect_not_null(strstr(body, "4.13.0"), "%s", body);
+            cr_expect_not_null(strstr(body, "older%20boot%20image"), "%s", body);
+            json_decref(config);
+            free(body);
+        }
+        if (modes[i].mode == REJECT_DENY) {
+            char *body = body_of(gate_snapshot_evidence(s, 0, HTTP_CONN_CLOSE));
+            cr_expect(!strncmp(body, "skewgate: ClientBootImageTooOld: ", 33), "%s", body);
+            free(body);
+        }
+        gate_snapshot_unref(s);
+    }
+}

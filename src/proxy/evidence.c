@@ -1,0 +1,17 @@
+/* Per-node evidence of an old boot image (proxy/evidence.h): one Accept
+ * parse and one comparison per gated request, only when enabled. */
+#include "proxy/evidence.h"
+#include "http/accept.h"
+
+bool evidence_applies(verdict_reason_t reason)
+{
+    return reason != REASON_OVERRIDE && reason != REASON_ENFORCEMENT_DISABLED;
+}
+
+bool evidence_too_old(const config_evidence_t *e, const char *accept, size_t accept_len)
+{
+    ignition_version_t asked;
+    if (!http_accept_ignition_version(accept, accept_len, &asked))
+        return false;
+    return ignition_version_cmp(&asked, &e->min_spec) < 0;
+}
