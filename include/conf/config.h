@@ -152,6 +152,15 @@ typedef struct config_redirect {
     size_t n_ports;             /* 0: redirect.ports not written, config_redirect_ports derives them */
 } config_redirect_t;
 
+/* Collapsed forwarding (proxy/coalesce.h): concurrent admitted GETs for
+ * the same pool path and spec share one upstream fetch. */
+typedef struct config_coalesce {
+    bool enabled;               /* default true */
+    uint32_t max_body;          /* default 16 MiB: a longer Content-Length goes unshared */
+    uint32_t max_followers;     /* default 1000 readers besides the leader; more go unshared */
+    uint64_t ttl_ms;            /* default 0: a completed 200 is shared only while in flight */
+} config_coalesce_t;
+
 typedef struct config_log {
     log_level_t level;          /* default info */
     bool access;                /* default true */
@@ -170,6 +179,7 @@ typedef struct config {
     config_admin_t admin;
     config_redirect_t redirect;
     config_metrics_t metrics;
+    config_coalesce_t coalesce;
     config_log_t log;
 } config_t;
 

@@ -47,6 +47,9 @@ typedef struct metrics_worker {
     metrics_counter_t upstream_errors[METRICS_N_UPSTREAM_ERRORS];
     metrics_counter_t open_tls, open_plain;     /* gauges */
     metrics_counter_t accepted, refused_over_limit;
+    /* coalesce: readers served from a fetch they did not lead, and those
+     * that never sent a request of their own */
+    metrics_counter_t coalesce_followers, coalesce_renders_saved;
 } metrics_worker_t;
 
 /* Owner-only increment: a plain load and store, yet a data race for no one. */

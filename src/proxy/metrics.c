@@ -260,6 +260,18 @@ static void metrics_render_connections(FILE *f, const metrics_worker_t *const *w
             metrics_sum(workers, n_workers, offsetof(metrics_worker_t, refused_over_limit)));
 }
 
+static void metrics_render_coalesce(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
+{
+    metrics_head(f, "skewgate_coalesce_followers_total", "counter",
+                 "Requests answered from another request's upstream fetch (coalesce).");
+    fprintf(f, "skewgate_coalesce_followers_total %" PRIu64 "\n",
+            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, coalesce_followers)));
+    metrics_head(f, "skewgate_coalesce_renders_saved_total", "counter",
+                 "Upstream requests (MCS renders) not made because a request joined a shared fetch.");
+    fprintf(f, "skewgate_coalesce_renders_saved_total %" PRIu64 "\n",
+            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, coalesce_renders_saved)));
+}
+
 static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
 {
     const verdict_t *v = g->verdict;
@@ -291,6 +303,7 @@ char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, c
     metrics_render_duration(f, workers, n_workers);
     metrics_render_upstream(f, workers, n_workers);
     metrics_render_connections(f, workers, n_workers);
+    metrics_render_coalesce(f, workers, n_workers);
     metrics_render_gate(f, g);
     if (ferror(f))
         rc = -1;

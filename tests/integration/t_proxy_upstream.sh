@@ -67,7 +67,10 @@ done
 note "slow readers: the gate's memory stays within its watermarks"
 mcs_start 307200
 python3 "$ROOT/tools/mcs-data.py" "$MCS_DATA" $((4 * 1024 * 1024)) big
-gate_config "$TMP/gate.yaml" hold "$object"
+# The relay's watermarks, each reader with a fetch of its own: a shared
+# fetch holds its body once (t_coalesce checks that bound).
+gate_config "$TMP/gate.yaml" hold "$object" "coalesce:
+  enabled: false"
 gate_start "$TMP/gate.yaml"
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$GATE_PID/status"; }
 curl -sf -o /dev/null --cacert "$CA" "https://127.0.0.1:$TLS_PORT/config/worker"  # warm up pools
