@@ -36,6 +36,17 @@ $extra"
 
 stop_all() { gate_stop; kill "${PIDS[-2]}" 2>/dev/null || true; }
 
+# exact N FILE...: the N results in the FILEs are all 200, whole and byte-exact.
+exact() {
+  python3 - "$WANT_SHA" "$@" <<'PY'
+import json, sys
+sha, n = sys.argv[1], int(sys.argv[2])
+rs = [json.loads(l) for f in sys.argv[3:] for l in open(f)]
+bad = [r for r in rs if not (r and r.get("status") == 200 and r.get("complete") and r.get("sha256") == sha)]
+assert len(rs) == n and not bad, (len(rs), bad[:3])
+PY
+}
+
 note "100 concurrent fetches (plain and TLS, across 2 workers): 1 upstream request, every body byte-exact"
 gate "" file --file "$TMP/config.json"
 python3 "$CLIENTS" --port "$PLAIN_PORT" -n 50 --out "$TMP/res_plain.json" &
@@ -43,14 +54,7 @@ python3 "$CLIENTS" --port "$TLS_PORT" --ca "$CA" -n 50 --out "$TMP/res_tls.json"
 wait_until 60 attached 100 || fail "only $(grep -c '"event":"coalesce"' "$GATE_LOG") of 100 requests attached"
 touch "$TMP/release"
 wait_until 60 test -s "$TMP/res_plain.json" -a -s "$TMP/res_tls.json" || fail "the clients did not finish"
-python3 - "$WANT_SHA" "$WANT_LEN" "$TMP/res_plain.json" "$TMP/res_tls.json" <<'PY' || fail "a body was not byte-exact"
-import json, sys
-sha, n = sys.argv[1], int(sys.argv[2])
-rs = [json.loads(l) for f in sys.argv[3:] for l in open(f)]
-assert len(rs) == 100, len(rs)
-bad = [r for r in rs if not (r and r.get("status") == 200 and r.get("complete") and r.get("got") == n and r.get("sha256") == sha)]
-assert not bad, bad[:3]
-PY
+exact 100 "$TMP/res_plain.json" "$TMP/res_tls.json" || fail "a body was not byte-exact"
 [ "$(wc -l <"$TMP/bad.count")" = 1 ] || fail "$(wc -l <"$TMP/bad.count") upstream requests for 100 coalesced fetches"
 [ "$(grep -c '"msg":"leads /config/worker' "$GATE_LOG")" = 1 ] || fail "not exactly one leader"
 [ "$(metric skewgate_coalesce_followers_total)" = 99 ] || fail "followers_total $(metric skewgate_coalesce_followers_total)"
@@ -111,11 +115,7 @@ wait_until 30 attached 9 || fail "the fast clients did not attach"
 touch "$TMP/release"
 wait_until 60 test -s "$TMP/res_plain.json" -a -s "$TMP/res_tls.json" || fail "the fast clients were held up"
 # The fast ones have every byte; the slow one is still connected, behind.
-python3 - "$WANT_SHA" "$TMP/res_plain.json" "$TMP/res_tls.json" <<'PY' || fail "a fast client"
-import json, sys
-rs = [json.loads(l) for f in sys.argv[2:] for l in open(f)]
-assert len(rs) == 8 and all(r["complete"] and r["sha256"] == sys.argv[1] for r in rs), rs
-PY
+exact 8 "$TMP/res_plain.json" "$TMP/res_tls.json" || fail "a fast client"
 [ ! -e "$TMP/res_slow.json" ] || fail "the slow client ended early"
 slow_conns=$(ss -tn state established "( dport = :$PLAIN_PORT )" | tail -n +2 | wc -l)
 [ "$slow_conns" -ge 1 ] || fail "the slow client is not connected"
@@ -123,30 +123,21 @@ touch "$TMP/go"
 wait_until 60 test -s "$TMP/res_slow.json" || fail "the slow client did not finish"
 behind=$(cat "$TMP/slow_mark")
 [ "$behind" -lt "$WANT_LEN" ] || fail "the slow client had all $behind bytes before it read"
-python3 - "$WANT_SHA" "$TMP/res_slow.json" <<'PY' || fail "the slow client's body"
-import json, sys
-r = json.loads(open(sys.argv[2]).readline())
-assert r["complete"] and r["sha256"] == sys.argv[1], r
-PY
+exact 1 "$TMP/res_slow.json" || fail "the slow client's body"
 [ "$(wc -l <"$TMP/bad.count")" = 1 ] || fail "the slow test made $(wc -l <"$TMP/bad.count") upstream requests"
 stop_all
 
 note "8 slow readers of one shared fetch: the body is held once, not once per reader"
 gate "" file --file "$TMP/config.json"
-rss() { awk '/^VmRSS/ {print $2}' "/proc/$GATE_PID/status"; }
 readers=()
 for i in $(seq 8); do
   curl -s -o /dev/null --limit-rate 100k --max-time 6 --cacert "$CA" "https://127.0.0.1:$TLS_PORT/config/worker" &
   readers+=($!)
 done
 wait_until 30 attached 8 || fail "the slow readers did not attach"
-base=$(rss)
+base=$(gate_rss)
 touch "$TMP/release"
-peak=$base
-for i in $(seq 60); do  # sample for about 3 s while the readers crawl
-  r=$(rss); [ "$r" -gt "$peak" ] && peak=$r
-  sleep 0.05
-done
+peak=$(gate_rss_peak 60)  # about 3 s while the readers crawl
 for p in "${readers[@]}"; do wait "$p" || true; done
 growth=$(( peak - base ))
 echo "RSS base ${base} KiB, peak ${peak} KiB, growth ${growth} KiB for 8 slow readers of one $((WANT_LEN / 1024)) KiB fetch"
@@ -186,11 +177,7 @@ wait_until 60 attached 3 || fail "the leader and followers did not attach"
 wait_until 60 upstream_count 4 || fail "the overflow did not go upstream: $(wc -l <"$TMP/bad.count" 2>/dev/null)"
 touch "$TMP/release"
 wait_until 60 test -s "$TMP/res_plain.json" || fail "the clients did not finish"
-python3 - "$WANT_SHA" "$TMP/res_plain.json" <<'PY' || fail "max_followers bodies"
-import json, sys
-rs = [json.loads(l) for l in open(sys.argv[2])]
-assert len(rs) == 6 and all(r["complete"] and r["sha256"] == sys.argv[1] for r in rs), rs
-PY
+exact 6 "$TMP/res_plain.json" || fail "max_followers bodies"
 [ "$(wc -l <"$TMP/bad.count")" = 4 ] || fail "$(wc -l <"$TMP/bad.count") upstream requests, expected 4"
 [ "$(grep -c '"event":"coalesce"' "$GATE_LOG")" = 3 ] || fail "more than max_followers attached"
 [ "$(metric skewgate_coalesce_followers_total)" = 2 ] || fail "followers_total $(metric skewgate_coalesce_followers_total)"
@@ -203,11 +190,7 @@ python3 "$CLIENTS" --port "$PLAIN_PORT" -n 3 --out "$TMP/res_plain.json" &
 wait_until 60 attached 3 || fail "the clients did not attach"
 touch "$TMP/release"
 wait_until 60 test -s "$TMP/res_plain.json" || fail "the clients did not finish"
-python3 - "$WANT_SHA" "$TMP/res_plain.json" <<'PY' || fail "max_body bodies"
-import json, sys
-rs = [json.loads(l) for l in open(sys.argv[2])]
-assert len(rs) == 3 and all(r["complete"] and r["sha256"] == sys.argv[1] for r in rs), rs
-PY
+exact 3 "$TMP/res_plain.json" || fail "max_body bodies"
 [ "$(wc -l <"$TMP/bad.count")" = 3 ] || fail "$(wc -l <"$TMP/bad.count") upstream requests, expected 3 (the leader's is reused)"
 stop_all
 

@@ -106,6 +106,23 @@ static char *share(coalesce_fetch_t *f, int status, size_t body_len)
     return body;
 }
 
+/* c leads a new fetch for /config/worker, spec 4. */
+static coalesce_fetch_t *lead(client_t *c)
+{
+    client_init(c);
+    coalesce_fetch_t *f;
+    cr_assert_eq(attach(c, "/config/worker", 4, true, &f), COALESCE_LEADS);
+    return f;
+}
+
+/* The whole response at once: head, len bytes of fill, done. */
+static void complete(coalesce_fetch_t *f, int status, size_t len, char fill)
+{
+    memset(share(f, status, len), fill, len);
+    coalesce_fetch_publish(f, &cw, len);
+    coalesce_fetch_done(f, &cw);
+}
+
 TestSuite(coalesce, .init = setup, .fini = teardown);
 
 Test(coalesce, the_first_leads_the_next_join_other_keys_do_not)
@@ -154,9 +171,8 @@ Test(coalesce, max_followers_counts_the_others_than_the_leader)
 Test(coalesce, a_reader_gets_the_head_then_the_body_as_it_is_published)
 {
     client_t a;
-    client_init(&a);
     coalesce_fetch_t *led;
-    cr_assert_eq(attach(&a, "/config/worker", 4, true, &led), COALESCE_LEADS);
+    led = lead(&a);
     cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_KEEP_ALIVE), COALESCE_WAIT_FETCH, "no head yet");
     char *body = share(led, 200, 10);
     memcpy(body, "0123456789", 10);
@@ -178,13 +194,9 @@ Test(coalesce, a_reader_gets_the_head_then_the_body_as_it_is_published)
 Test(coalesce, a_closing_client_gets_the_close_head)
 {
     client_t a;
-    client_init(&a);
     coalesce_fetch_t *led;
-    cr_assert_eq(attach(&a, "/config/worker", 4, true, &led), COALESCE_LEADS);
-    char *body = share(led, 200, 10);
-    memset(body, 'x', 10);
-    coalesce_fetch_publish(led, &cw, 10);
-    coalesce_fetch_done(led, &cw);
+    led = lead(&a);
+    complete(led, 200, 10, 'x');
     cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_CLOSE), COALESCE_DONE);
     char got[256];
     size_t n = drain(&a, got, sizeof got);
@@ -197,11 +209,10 @@ Test(coalesce, a_closing_client_gets_the_close_head)
 Test(coalesce, a_fetch_that_fails_before_its_head_fails_every_reader_and_leaves_the_table)
 {
     client_t a, b, c;
-    client_init(&a);
     client_init(&b);
     client_init(&c);
     coalesce_fetch_t *led, *none;
-    cr_assert_eq(attach(&a, "/config/worker", 4, true, &led), COALESCE_LEADS);
+    led = lead(&a);
     cr_assert_eq(attach(&b, "/config/worker", 4, false, &none), COALESCE_JOINED);
     coalesce_fetch_fail(led, &cw, 504, GATE_REASON_UPSTREAM_TIMEOUT);
     for (client_t *x = &a; x; x = x == &a ? &b : NULL) {
@@ -224,10 +235,9 @@ Test(coalesce, a_fetch_that_fails_before_its_head_fails_every_reader_and_leaves_
 Test(coalesce, a_cut_gives_every_reader_what_there_was_then_closes_it_mid_body)
 {
     client_t a, b;
-    client_init(&a);
     client_init(&b);
     coalesce_fetch_t *led, *none;
-    cr_assert_eq(attach(&a, "/config/worker", 4, true, &led), COALESCE_LEADS);
+    led = lead(&a);
     cr_assert_eq(attach(&b, "/config/worker", 4, false, &none), COALESCE_JOINED);
     char *body = share(led, 200, 10);
     memset(body, 'x', 5);
@@ -251,10 +261,9 @@ Test(coalesce, a_cut_gives_every_reader_what_there_was_then_closes_it_mid_body)
 Test(coalesce, an_unshared_fetch_sends_its_readers_upstream_and_leaves_the_table)
 {
     client_t a, b;
-    client_init(&a);
     client_init(&b);
     coalesce_fetch_t *led, *none;
-    cr_assert_eq(attach(&a, "/config/worker", 4, true, &led), COALESCE_LEADS);
+    led = lead(&a);
     coalesce_fetch_unshare(led, &cw);
     cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_KEEP_ALIVE), COALESCE_UNSHARED);
     cr_expect_eq(attach(&b, "/config/worker", 4, false, &none), COALESCE_ABSENT);
@@ -267,15 +276,12 @@ Test(coalesce, ttl_keeps_a_completed_200_and_nothing_else)
 {
     cfg.ttl_ms = 60000;
     client_t a, b, c, d;
-    client_init(&a);
     client_init(&b);
     client_init(&c);
     client_init(&d);
     coalesce_fetch_t *led, *none;
-    cr_assert_eq(attach(&a, "/config/worker", 4, true, &led), COALESCE_LEADS);
-    memset(share(led, 200, 10), 'y', 10);
-    coalesce_fetch_publish(led, &cw, 10);
-    coalesce_fetch_done(led, &cw);
+    led = lead(&a);
+    complete(led, 200, 10, 'y');
     cr_expect_gt(coalesce_fetch_ttl_left(led), 50000);
     cr_expect_eq(attach(&b, "/config/worker", 4, false, &none), COALESCE_JOINED, "kept for ttl");
     cr_expect_eq(coalesce_reader_pump(&b.r, HTTP_CONN_KEEP_ALIVE), COALESCE_DONE);
@@ -283,9 +289,7 @@ Test(coalesce, ttl_keeps_a_completed_200_and_nothing_else)
     cr_expect_eq(attach(&c, "/config/worker", 4, false, &none), COALESCE_ABSENT);
 
     cr_assert_eq(attach(&c, "/config/master", 4, true, &led), COALESCE_LEADS);
-    memset(share(led, 500, 10), 'z', 10);
-    coalesce_fetch_publish(led, &cw, 10);
-    coalesce_fetch_done(led, &cw);
+    complete(led, 500, 10, 'z');
     cr_expect_eq(coalesce_fetch_ttl_left(led), 0, "an error is not kept");
     cr_expect_eq(attach(&d, "/config/master", 4, false, &none), COALESCE_ABSENT);
     coalesce_fetch_release(led);
@@ -299,9 +303,8 @@ Test(coalesce, ttl_keeps_a_completed_200_and_nothing_else)
 Test(coalesce, a_waiting_reader_is_woken_once_on_its_own_base)
 {
     client_t a;
-    client_init(&a);
     coalesce_fetch_t *led;
-    cr_assert_eq(attach(&a, "/config/worker", 4, true, &led), COALESCE_LEADS);
+    led = lead(&a);
     cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_KEEP_ALIVE), COALESCE_WAIT_FETCH);
     share(led, 200, 10);
     coalesce_fetch_publish(led, &cw, 3);
@@ -367,15 +370,11 @@ Test(coalesce, a_reader_that_cannot_write_holds_up_no_other)
 {
     enum { LEN = 4u << 20 };
     client_t slow, fast;
-    client_init(&slow);
     client_init(&fast);
     coalesce_fetch_t *led, *none;
-    cr_assert_eq(attach(&slow, "/config/worker", 4, true, &led), COALESCE_LEADS);
+    led = lead(&slow);
     cr_assert_eq(attach(&fast, "/config/worker", 4, false, &none), COALESCE_JOINED);
-    char *body = share(led, 200, LEN);
-    memset(body, 'b', LEN);
-    coalesce_fetch_publish(led, &cw, LEN);
-    coalesce_fetch_done(led, &cw);
+    complete(led, 200, LEN, 'b');
     cr_expect_eq(coalesce_reader_pump(&slow.r, HTTP_CONN_KEEP_ALIVE), COALESCE_WAIT_CLIENT, "its socket is full");
     uint64_t slow_sent = slow.r.sent;
     size_t total = 0;
