@@ -260,16 +260,22 @@ static void metrics_render_connections(FILE *f, const metrics_worker_t *const *w
             metrics_sum(workers, n_workers, offsetof(metrics_worker_t, refused_over_limit)));
 }
 
+/* A counter that is one sum over the workers, at byte offset off. */
+static void metrics_render_total(FILE *f, const char *name, const char *help, const metrics_worker_t *const *workers,
+                                 size_t n_workers, size_t off)
+{
+    metrics_head(f, name, "counter", help);
+    fprintf(f, "%s %" PRIu64 "\n", name, metrics_sum(workers, n_workers, off));
+}
+
 static void metrics_render_coalesce(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
 {
-    metrics_head(f, "skewgate_coalesce_followers_total", "counter",
-                 "Requests answered from another request's upstream fetch (coalesce).");
-    fprintf(f, "skewgate_coalesce_followers_total %" PRIu64 "\n",
-            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, coalesce_followers)));
-    metrics_head(f, "skewgate_coalesce_renders_saved_total", "counter",
-                 "Upstream requests (MCS renders) not made because a request joined a shared fetch.");
-    fprintf(f, "skewgate_coalesce_renders_saved_total %" PRIu64 "\n",
-            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, coalesce_renders_saved)));
+    metrics_render_total(f, "skewgate_coalesce_followers_total",
+                         "Requests answered from another request's upstream fetch (coalesce).", workers, n_workers,
+                         offsetof(metrics_worker_t, coalesce_followers));
+    metrics_render_total(f, "skewgate_coalesce_renders_saved_total",
+                         "Upstream requests (MCS renders) not made because a request joined a shared fetch.",
+                         workers, n_workers, offsetof(metrics_worker_t, coalesce_renders_saved));
 }
 
 static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
