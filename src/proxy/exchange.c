@@ -467,7 +467,9 @@ static void exchange_read_head(exchange_t *x)
     upstream_conn_t *u = x->up;
     for (;;) {
         size_t room = x->ctx->bufs.size - x->len;
-        if (x->conn && !x->conn->io.ssl && !u->io.ssl && room > EXCHANGE_HEAD_STEP)
+        /* A driver's body goes straight into the fetch's buffer: what
+         * comes with the head is copied there, so take little of it. */
+        if ((x->fetch || !x->conn->io.ssl) && !u->io.ssl && room > EXCHANGE_HEAD_STEP)
             room = EXCHANGE_HEAD_STEP;
         ssize_t n = sockio_read(&u->io, x->buf + x->len, room);
         if (n > 0) {
