@@ -860,18 +860,23 @@ static void exchange_share_head(exchange_t *d, const http_response_t *resp, size
     size_t body_len = resp->body == HTTP_BODY_LENGTH ? (size_t)resp->content_length : 0;
     char *body = NULL;
     if (framed && body_len <= ctx->cfg->coalesce.max_body) {
-        const char *heads[2];
-        size_t lens[2];
-        size_t at = 0;
-        /* Both heads go into head_out, one after the other. */
-        for (int v = 0; v < 2; v++) {
-            lens[v] = rewrite_response_head(ctx->head_out + at, ctx->head_out_cap - at, d->buf + d->off, resp, false,
-                                            v == 0 ? HTTP_CONN_KEEP_ALIVE : HTTP_CONN_CLOSE);
-            heads[v] = ctx->head_out + at;
-            at += lens[v];
-        }
-        if (lens[0] && lens[1])
+        /* The keep-alive head has no Connection line; the close head is
+         * the same with that line before the final CRLF (as
+         * rewrite_response_head puts it): one rendering, two heads, one
+         * after the other in head_out. */
+        size_t close_len;
+        const char *close_line = http_connection_line(HTTP_CONN_CLOSE, &close_len);
+        size_t n = rewrite_response_head(ctx->head_out, ctx->head_out_cap, d->buf + d->off, resp, false,
+                                         HTTP_CONN_KEEP_ALIVE);
+        const char *heads[2] = {ctx->head_out, ctx->head_out + n};
+        size_t lens[2] = {n, n + close_len};
+        if (n && 2 * n + close_len <= ctx->head_out_cap) {
+            char *close_head = ctx->head_out + n;
+            memcpy(close_head, ctx->head_out, n - 2);
+            memcpy(close_head + n - 2, close_line, close_len);
+            memcpy(close_head + n - 2 + close_len, "\r\n", 2);
             body = coalesce_fetch_shared(f, &ctx->coalesce, resp->status, heads, lens, body_len);
+        }
     }
     if (!body) {
         coalesce_fetch_unshare(f, &ctx->coalesce);

@@ -3,7 +3,8 @@
 each on its own connection to 127.0.0.1:PORT (TLS with --ca), all sent
 before any is read. Each result is one JSON line in --out: status, body
 length, whether the body is complete by its Content-Length, its sha256, and
-how the read ended ("eof" before the length: a short read).
+how the read ended ("eof" before the length: a short read), and whether
+the head said "Connection: close" (every request here asks for it).
 --slow: one client with a 4 KiB receive buffer that reads nothing (after the
 head) until --go-file exists, then reads on; it reports the bytes it had
 read when the go file appeared (--slow-mark-file), proving it was
@@ -50,6 +51,7 @@ def one(a, i, results):
             if k.strip().lower() == b"content-length":
                 length = int(v.strip())
         r["length"] = length
+        r["conn_close"] = any(l.lower().replace(b" ", b"") == b"connection:close" for l in lines[1:])
         if a.mark_dir:
             open(os.path.join(a.mark_dir, str(i)), "w").close()
         want = 0 if a.head else length

@@ -36,13 +36,15 @@ $extra"
 
 stop_all() { gate_stop; kill "${PIDS[-2]}" 2>/dev/null || true; }
 
-# exact N FILE...: the N results in the FILEs are all 200, whole and byte-exact.
+# exact N FILE...: the N results in the FILEs are all 200, whole and
+# byte-exact, each with the close head it asked for.
 exact() {
   python3 - "$WANT_SHA" "$@" <<'PY'
 import json, sys
 sha, n = sys.argv[1], int(sys.argv[2])
 rs = [json.loads(l) for f in sys.argv[3:] for l in open(f)]
-bad = [r for r in rs if not (r and r.get("status") == 200 and r.get("complete") and r.get("sha256") == sha)]
+bad = [r for r in rs if not (r and r.get("status") == 200 and r.get("complete") and r.get("sha256") == sha
+                              and r.get("conn_close"))]
 assert len(rs) == n and not bad, (len(rs), bad[:3])
 PY
 }
