@@ -191,6 +191,15 @@ typedef struct config_admission_token {
     size_t n_files;
 } config_admission_token_t;
 
+/* Collapsed forwarding (proxy/coalesce.h): concurrent admitted GETs for
+ * the same pool path and spec share one upstream fetch. */
+typedef struct config_coalesce {
+    bool enabled;               /* default true */
+    uint32_t max_body;          /* default 16 MiB: a longer Content-Length goes unshared */
+    uint32_t max_followers;     /* default 1000 readers besides the leader; more go unshared */
+    uint64_t ttl_ms;            /* default 0: a completed 200 is shared only while in flight */
+} config_coalesce_t;
+
 typedef struct config_log {
     log_level_t level;          /* default info */
     bool access;                /* default true */
@@ -229,6 +238,7 @@ typedef struct config {
     config_metrics_t metrics;
     config_held_t held;
     config_admission_t admission;
+    config_coalesce_t coalesce;
     config_log_t log;
     /* A loaded configuration is immutable and shared by the threads that
      * serve it (a SIGHUP loads a new one beside it): each holder keeps a

@@ -50,7 +50,7 @@ typedef struct conn_set {
     http_header_t *req_fields;
     http_limits_t limits;
     char *path;                     /* the decoded, cleaned path */
-    size_t path_cap;
+    size_t path_cap, path_len;
     const struct timeval *tv_send;
     struct timeval tv_send_own;     /* shared_timeout's fallback */
 } conn_set_t;
@@ -118,6 +118,13 @@ void conn_close_all(conn_set_t *s);
 /* The parsed head of the request being answered: valid until the call
  * that handed the request over returns. */
 const http_request_t *conn_request(const conn_t *c);
+/* The request's decoded, cleaned path (not NUL-terminated), valid as
+ * conn_request()'s result is. */
+const char *conn_clean_path(const conn_t *c, size_t *len);
+/* Parses the head being answered again, for an exchange that starts over
+ * later (a coalesced request that goes unshared): valid as above, until
+ * the caller returns. */
+const http_request_t *conn_reparse_request(conn_t *c);
 /* The exchange ended: complete, the response is fully written and the
  * connection goes on with the next request; not complete, the client
  * must not take what it got as whole, so the connection closes. How:

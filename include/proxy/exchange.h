@@ -3,7 +3,12 @@
  * upstream connection, sends the rewritten request, checks and rewrites
  * the response head, and hands the body to the relay. The connection
  * (conn.c) embeds one exchange and only calls the functions below; the
- * exchange changes the connection only through conn.h's functions. */
+ * exchange changes the connection only through conn.h's functions.
+ *
+ * A coalesced request (coalesce.h) reads a shared fetch instead. The
+ * fetch is driven by an exchange of its own, with no connection (a
+ * driver, allocated per fetch): it sends the leader's request and fills
+ * the fetch's body from the upstream, whoever reads it. */
 #ifndef SKEWGATE_EXCHANGE_H
 #define SKEWGATE_EXCHANGE_H
 
@@ -16,12 +21,14 @@
 #include "http/response.h"
 #include "os/pipe.h"
 #include "proxy/accesslog.h"
+#include "proxy/coalesce.h"
 #include "proxy/metrics.h"
 #include "proxy/queue.h"
 #include "proxy/relay.h"
 #include "proxy/upstream.h"
 
 struct conn;
+struct exchange_driver;
 
 /* A configuration generation as one worker's exchanges hold it: an
  * exchange keeps the one it started under until it ends (a plain count:
@@ -50,6 +57,8 @@ typedef struct exchange_ctx {
     size_t head_out_cap;
     const struct timeval *tv_response;
     struct timeval tv_response_own; /* shared_timeout's fallback */
+    coalesce_worker_t coalesce;     /* this worker's readers of shared fetches */
+    struct exchange_driver *drivers;    /* the fetches this worker drives (or keeps for coalesce.ttl) */
 } exchange_ctx_t;
 
 /* n_workers shares the gate's caps out; limits (the worker's, shared with
@@ -83,6 +92,15 @@ typedef struct exchange {
     bool has_slot;
     bool retried;                   /* a stale pooled connection was replaced once */
     bool up_reusable;               /* the upstream may go back to the pool */
+    /* coalescing */
+    bool may_lead;                  /* key is set: lead a fetch for it once a slot is held */
+    bool follower;                  /* reads a fetch it did not lead */
+    coalesce_key_t key;
+    coalesce_reader_t reader;       /* reader.fetch: the fetch read */
+    struct exchange *peer;          /* a leader's driver, a driver's leader (same worker) */
+    coalesce_fetch_t *fetch;        /* a driver's fetch */
+    char *body;                     /* a driver's: the fetch's body, body_got of body_len in */
+    size_t body_got, body_len;
 } exchange_t;
 
 /* The request head is the connection's, parsed in req. Answers through

@@ -53,6 +53,9 @@ typedef struct metrics_worker {
      * counters (NULL: none). */
     const held_table_t *held;
     metrics_counter_t admission_rejects[ADMISSION__RESULTS];   /* [ADMISSION_PASS] unused */
+    /* coalesce: readers served from a fetch they did not lead, and those
+     * that never sent a request of their own */
+    metrics_counter_t coalesce_followers, coalesce_renders_saved;
 } metrics_worker_t;
 
 /* Owner-only increment: a plain load and store, yet a data race for no one. */

@@ -52,6 +52,11 @@ static const range_t held_count = {1, 1000000};
 /* A page of real Nodes is about 10 KiB an object: 1000 stay well below
  * the client's 8 MiB answer limit. */
 static const range_t page_count = {1, 1000};
+/* Configs are 0.3 to 4.5 MiB (DESIGN 1.3); a body is held whole, once. */
+static const range_t coalesce_body_size = {1024, 1ull << 30};
+static const range_t followers_count = {1, 1000000};
+/* A kept body is a config of a moment ago: seconds, not minutes. */
+static const range_t coalesce_ttl = {0, 60000};
 
 static const addr_rules_t listen_rules = {.port_zero = true, .wildcard = true};
 static const addr_rules_t upstream_rules = {0};
@@ -303,6 +308,15 @@ static int read_admission_token(loader_t *ld, const ynode_t *node, const field_t
     return 0;
 }
 
+#define COALESCE_FIELD(name) offsetof(config_coalesce_t, name)
+static const field_t coalesce_fields[] = {
+    {"enabled", schema_read_bool, COALESCE_FIELD(enabled), NULL},
+    {"max_body", schema_read_size, COALESCE_FIELD(max_body), &coalesce_body_size},
+    {"max_followers", schema_read_count, COALESCE_FIELD(max_followers), &followers_count},
+    {"ttl", schema_read_duration, COALESCE_FIELD(ttl_ms), &coalesce_ttl},
+};
+static const schema_t coalesce_schema = SCHEMA(coalesce_fields);
+
 static const field_t log_fields[] = {
     {"level", schema_read_enum, offsetof(config_log_t, level), log_levels},
     {"access", schema_read_bool, offsetof(config_log_t, access), NULL},
@@ -352,6 +366,7 @@ static const field_t root_fields[] = {
     {"metrics", schema_read_submap, CONFIG_FIELD(metrics), &metrics_schema},
     {"held", schema_read_submap, CONFIG_FIELD(held), &held_schema},
     {"admission", schema_read_submap, CONFIG_FIELD(admission), &admission_schema},
+    {"coalesce", schema_read_submap, CONFIG_FIELD(coalesce), &coalesce_schema},
     {"log", schema_read_submap, CONFIG_FIELD(log), &log_schema},
     {"admission", schema_read_submap, CONFIG_FIELD(admission), &admission_schema},
 };
@@ -401,6 +416,7 @@ static int set_defaults(loader_t *ld, config_t *cfg)
     cfg->held = (config_held_t){.max_clients = 4096, .forget_after_ms = 15 * 60000};
     cfg->log = (config_log_t){.level = LOG_INFO, .access = true};
     cfg->admission.machines.page_size = 100;
+    cfg->coalesce = (config_coalesce_t){.enabled = true, .max_body = 16u << 20, .max_followers = 1000};
 
     cfg->gate.n_prefixes = 1;
     if (schema_set_string(ld, ld->root, &cfg->gate.prefixes[0], "/config/") < 0 ||
@@ -547,6 +563,15 @@ static int validate_limits(loader_t *ld)
     return 0;
 }
 
+/* A kept body with coalescing off would be a cache nobody reads. */
+static int validate_coalesce(loader_t *ld)
+{
+    const config_coalesce_t *c = &ld->cfg->coalesce;
+    if (!c->enabled && c->ttl_ms)
+        return schema_fail_at_path(ld, "coalesce.ttl", "only applies with coalesce.enabled: true");
+    return 0;
+}
+
 /* Why no listener on `port` can take redirected connections ("" when one
  * can): the redirect rewrites the destination to the node's address on
  * the interface the connection came in by, so the listener must have that
@@ -610,7 +635,7 @@ static int validate_redirect(loader_t *ld)
 
 static int (*const validators[])(loader_t *) = {
     validate_listeners, validate_upstream, validate_admin, validate_metrics, validate_enforcement, validate_limits,
-    validate_redirect,
+    validate_redirect, validate_coalesce,
 };
 
 /* CPUs this process may run on (cpusets, taskset), not all online ones. */

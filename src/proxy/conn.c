@@ -79,6 +79,20 @@ const http_request_t *conn_request(const conn_t *c)
     return &c->w->conns.req;
 }
 
+const char *conn_clean_path(const conn_t *c, size_t *len)
+{
+    *len = c->w->conns.path_len;
+    return c->w->conns.path;
+}
+
+const http_request_t *conn_reparse_request(conn_t *c)
+{
+    conn_set_t *s = &c->w->conns;
+    http_request_reset(&s->req);
+    http_request_parse(c->ibuf, c->head_len, &s->limits, &s->req);
+    return &s->req;
+}
+
 void conn_arm_read(conn_t *c, bool on)
 {
     if (on == c->read_on)
@@ -497,6 +511,7 @@ static void conn_dispatch(conn_t *c)
         conn_send_error(c, 400, "BadPath", true);
         return;
     }
+    w->conns.path_len = clean_len;
     if (conn_path_gated(&w->cfg->gate, clean, clean_len)) {
         conn_copy_pool(c, clean, clean_len);
         /* The policies come before the verdict: a node without the token

@@ -280,6 +280,24 @@ static void metrics_render_admission(FILE *f, const metrics_worker_t *const *wor
                                                     r * sizeof(metrics_counter_t)));
 }
 
+/* A counter that is one sum over the workers, at byte offset off. */
+static void metrics_render_total(FILE *f, const char *name, const char *help, const metrics_worker_t *const *workers,
+                                 size_t n_workers, size_t off)
+{
+    metrics_head(f, name, "counter", help);
+    fprintf(f, "%s %" PRIu64 "\n", name, metrics_sum(workers, n_workers, off));
+}
+
+static void metrics_render_coalesce(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
+{
+    metrics_render_total(f, "skewgate_coalesce_followers_total",
+                         "Requests answered from another request's upstream fetch (coalesce).", workers, n_workers,
+                         offsetof(metrics_worker_t, coalesce_followers));
+    metrics_render_total(f, "skewgate_coalesce_renders_saved_total",
+                         "Upstream requests (MCS renders) not made because a request joined a shared fetch.",
+                         workers, n_workers, offsetof(metrics_worker_t, coalesce_renders_saved));
+}
+
 static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
 {
     const verdict_t *v = g->verdict;
@@ -359,6 +377,7 @@ char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, c
     metrics_render_evidence(f, workers, n_workers);
     metrics_render_connections(f, workers, n_workers);
     metrics_render_admission(f, workers, n_workers);
+    metrics_render_coalesce(f, workers, n_workers);
     metrics_render_gate(f, g);
     if (g->held && metrics_render_held(f, g->held) < 0)
         rc = -1;

@@ -2,6 +2,7 @@
 """An upstream that misbehaves on purpose, on 127.0.0.1:
   stall  reads the request, never answers
   cut    answers 200 with Content-Length: 1000000, sends 100000 body bytes, closes
+         (with --cut-file, once that file exists)
   chunked  answers 200 with a chunked body of 300000 bytes (in chunks of odd sizes)
            and a trailer, keeping the connection open for the next request
   interim  answers 100 Continue, then 200 with Content-Length
@@ -19,6 +20,11 @@
   trickle-head  sends a 200 head one byte every 100 ms, then a body
   stall-body  answers 200 with Content-Length: 1000000, sends 100000 body
            bytes, then sends nothing more until the proxy closes
+  file     answers 200 with --file as the body (Content-Length), keeping the
+           connection open for the next request
+  drop     reads the request and closes without an answer
+With --release-file, the modes file, cut and drop answer a request only
+once that file exists (the test decides when an upstream fetch ends).
 Writes its port to --port-file once listening; counts requests in --count-file."""
 import argparse, os, socket, struct, threading, time
 
@@ -76,6 +82,22 @@ def serve(conn, mode, count_file, args):
         if count_file:
             with open(count_file, "a") as f:
                 f.write("req\n")
+        if mode in ("file", "cut", "drop") and args.release_file:
+            deadline = time.monotonic() + 60
+            while not os.path.exists(args.release_file) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        if mode == "drop":
+            return
+        if mode == "file":
+            body = open(args.file, "rb").read()
+            while True:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                             % len(body) + body)
+                if read_head(conn) is None:
+                    return
+                if count_file:
+                    with open(count_file, "a") as f:
+                        f.write("req\n")
         if mode in ("unframed", "unframed-reset"):
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
                          + b"u" * 100000)
@@ -124,13 +146,19 @@ def serve(conn, mode, count_file, args):
                         f.write("req\n")
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 1000000\r\n\r\n" + b"x" * 100000)
+        if args.cut_file:
+            deadline = time.monotonic() + 60
+            while not os.path.exists(args.cut_file) and time.monotonic() < deadline:
+                time.sleep(0.01)
     finally:
         conn.close()
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["stall", "cut", "chunked", "interim", "bighead", "echo", "once", "unframed", "unframed-reset",
-                                     "trickle-head", "stall-body"], required=True)
+                                     "trickle-head", "stall-body", "file", "drop"], required=True)
+    ap.add_argument("--file")
+    ap.add_argument("--cut-file")
     ap.add_argument("--head-bytes", type=int, default=12288)
     ap.add_argument("--release-file")
     ap.add_argument("--port-file", required=True)

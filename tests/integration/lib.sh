@@ -177,6 +177,20 @@ for line in open(sys.argv[1]):
 PY
 }
 
+# gate_rss: the gate's resident memory now, in KiB; gate_rss_peak SAMPLES:
+# the highest of SAMPLES readings 50 ms apart (a measurement over a span,
+# not a wait for a condition).
+gate_rss() { awk '/^VmRSS/ {print $2}' "/proc/$GATE_PID/status"; }
+gate_rss_peak() {
+  local peak r i
+  peak=$(gate_rss)
+  for i in $(seq "$1"); do
+    r=$(gate_rss); [ "$r" -gt "$peak" ] && peak=$r
+    sleep 0.05
+  done
+  echo "$peak"
+}
+
 # access_count FIELD VALUE: access log lines whose FIELD equals VALUE.
 access_count() {
   python3 - "$GATE_LOG" "$1" "$2" <<'PY'

@@ -67,21 +67,19 @@ done
 note "slow readers: the gate's memory stays within its watermarks"
 mcs_start 307200
 python3 "$ROOT/tools/mcs-data.py" "$MCS_DATA" $((4 * 1024 * 1024)) big
-gate_config "$TMP/gate.yaml" hold "$object"
+# The relay's watermarks, each reader with a fetch of its own: a shared
+# fetch holds its body once (t_coalesce checks that bound).
+gate_config "$TMP/gate.yaml" hold "$object" "coalesce:
+  enabled: false"
 gate_start "$TMP/gate.yaml"
-rss() { awk '/^VmRSS/ {print $2}' "/proc/$GATE_PID/status"; }
 curl -sf -o /dev/null --cacert "$CA" "https://127.0.0.1:$TLS_PORT/config/worker"  # warm up pools
-base=$(rss)
+base=$(gate_rss)
 readers=()
 for i in $(seq 8); do
   curl -s -o /dev/null --limit-rate 100k --max-time 4 --cacert "$CA" "https://127.0.0.1:$TLS_PORT/config/big" &
   readers+=($!)
 done
-peak=$base
-for i in $(seq 60); do  # sample for about 3 s while the readers crawl
-  r=$(rss); [ "$r" -gt "$peak" ] && peak=$r
-  sleep 0.05
-done
+peak=$(gate_rss_peak 60)  # about 3 s while the readers crawl
 for p in "${readers[@]}"; do wait "$p" || true; done
 # a slow plain reader (the spliced path) still gets every byte
 curl -s --max-time 20 -o "$TMP/slow.plain" --limit-rate 2m "http://127.0.0.1:$PLAIN_PORT/config/big" ||

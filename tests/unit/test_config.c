@@ -93,6 +93,10 @@ Test(config, defaults_when_keys_absent)
     cr_expect_str_eq(cfg->metrics.addr.text, "127.0.0.1:22646");
     cr_expect_eq(cfg->log.level, LOG_INFO);
     cr_expect(cfg->log.access);
+    cr_expect(cfg->coalesce.enabled);
+    cr_expect_eq(cfg->coalesce.max_body, 16u << 20);
+    cr_expect_eq(cfg->coalesce.max_followers, 1000);
+    cr_expect_eq(cfg->coalesce.ttl_ms, 0);
     config_free(cfg);
 }
 
@@ -155,6 +159,7 @@ Test(config, reference_config_matches_defaults)
     cr_expect_eq(ref->metrics.enabled, def->metrics.enabled);
     cr_expect_eq(memcmp(&ref->metrics.addr, &def->metrics.addr, sizeof def->metrics.addr), 0);
     cr_expect_eq(ref->workers, def->workers);
+    cr_expect_eq(memcmp(&ref->coalesce, &def->coalesce, sizeof def->coalesce), 0);
     config_free(ref);
     config_free(tls_listener);
     config_free(def);
@@ -1164,4 +1169,31 @@ Test(config, admission_machines_bad_values_name_their_place)
                  "expected lowercase letters, digits, '-' and '.'");
     expect_error(MINIMAL "admission:\n  machines:\n    enable: true\n",
                  "t.yaml:5:5: admission.machines.enable: unknown key; did you mean \"enabled\"?");
+}
+
+/* --- coalesce */
+
+Test(config, coalesce_keys_are_read)
+{
+    config_t *cfg = parse_ok(MINIMAL "coalesce: {enabled: true, max_body: 4MiB, max_followers: 50, ttl: 5s}\n");
+    cr_expect(cfg->coalesce.enabled);
+    cr_expect_eq(cfg->coalesce.max_body, 4u << 20);
+    cr_expect_eq(cfg->coalesce.max_followers, 50);
+    cr_expect_eq(cfg->coalesce.ttl_ms, 5000);
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "coalesce:\n  enabled: false\n");
+    cr_expect_not(cfg->coalesce.enabled);
+    config_free(cfg);
+}
+
+Test(config, coalesce_bad_values_name_their_place)
+{
+    expect_error(MINIMAL "coalesce:\n  max_body: 100\n",
+                 "t.yaml:4:13: coalesce.max_body: must be from 1KiB to 1024MiB");
+    expect_error(MINIMAL "coalesce:\n  max_followers: 0\n",
+                 "t.yaml:4:18: coalesce.max_followers: must be greater than 0");
+    expect_error(MINIMAL "coalesce:\n  ttl: 2m\n", "t.yaml:4:8: coalesce.ttl: must be from 0s to 1m");
+    expect_error(MINIMAL "coalesce:\n  enabled: yes\n", "t.yaml:4:12: coalesce.enabled: expected true or false, got a string");
+    expect_error(MINIMAL "coalesce:\n  enabled: false\n  ttl: 5s\n",
+                 "t.yaml:5:8: coalesce.ttl: only applies with coalesce.enabled: true");
 }

@@ -1,0 +1,393 @@
+/* The coalescing table and its readers: who joins, leads or overflows;
+ * what a reader gets from a fetch that is shared, failed, cut, unshared or
+ * kept for ttl; wake-ups on the reader's own event_base and from another
+ * thread's; a reader whose client does not read holds up no other. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <event2/event.h>
+
+#include "proxy/coalesce.h"
+
+static config_coalesce_t cfg = {.enabled = true, .max_body = 1u << 20, .max_followers = 1000};
+static struct event_base *base;
+static coalesce_worker_t cw;
+static char err[256];
+
+typedef struct client {
+    coalesce_reader_t r;
+    sockio_t io;
+    int peer;       /* the test reads the client's side here */
+    int wakes;
+} client_t;
+
+static void on_wake(coalesce_reader_t *r)
+{
+    ((client_t *)((char *)r - offsetof(client_t, r)))->wakes++;
+}
+
+static void client_init(client_t *c)
+{
+    memset(c, 0, sizeof *c);
+    int sv[2];
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    c->io.fd = sv[0];
+    c->peer = sv[1];
+}
+
+static void client_close(client_t *c)
+{
+    coalesce_reader_leave(&c->r);
+    close(c->io.fd);
+    close(c->peer);
+}
+
+/* Everything the client's side can read now, discarded; its length. */
+static size_t discard(client_t *c)
+{
+    static char sink[1 << 16];
+    size_t got = 0;
+    ssize_t n;
+    while ((n = read(c->peer, sink, sizeof sink)) > 0)
+        got += (size_t)n;
+    return got;
+}
+
+/* Everything the client's side can read now, up to cap. */
+static size_t drain(client_t *c, char *out, size_t cap)
+{
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = read(c->peer, out + got, cap - got);
+        if (n <= 0)
+            return got;
+        got += (size_t)n;
+    }
+}
+
+static coalesce_key_t key(const char *path, int spec)
+{
+    coalesce_key_t k = {.spec = (uint8_t)spec};
+    strcpy(k.path, path);
+    return k;
+}
+
+static coalesce_attach_t attach(client_t *c, const char *path, int spec, bool may_lead, coalesce_fetch_t **led)
+{
+    coalesce_key_t k = key(path, spec);
+    return coalesce_attach(&cw, &k, &c->r, on_wake, &c->io, may_lead, led);
+}
+
+static void setup(void)
+{
+    base = event_base_new();
+    cr_assert_not_null(base);
+    cr_assert_eq(coalesce_worker_init(&cw, base, &cfg, err, sizeof err), 0, "%s", err);
+}
+
+static void teardown(void)
+{
+    coalesce_worker_destroy(&cw);
+    event_base_free(base);
+}
+
+static const char HEAD_KA[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+static const char HEAD_CLOSE[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n";
+
+static char *share(coalesce_fetch_t *f, int status, size_t body_len)
+{
+    const char *heads[2] = {HEAD_KA, HEAD_CLOSE};
+    size_t lens[2] = {sizeof HEAD_KA - 1, sizeof HEAD_CLOSE - 1};
+    char *body = coalesce_fetch_shared(f, &cw, status, heads, lens, body_len);
+    cr_assert_not_null(body);
+    return body;
+}
+
+/* c leads a new fetch for /config/worker, spec 4. */
+static coalesce_fetch_t *lead(client_t *c)
+{
+    client_init(c);
+    coalesce_fetch_t *f;
+    cr_assert_eq(attach(c, "/config/worker", 4, true, &f), COALESCE_LEADS);
+    return f;
+}
+
+/* The whole response at once: head, len bytes of fill, done. */
+static void complete(coalesce_fetch_t *f, int status, size_t len, char fill)
+{
+    memset(share(f, status, len), fill, len);
+    coalesce_fetch_publish(f, &cw, len);
+    coalesce_fetch_done(f, &cw);
+}
+
+TestSuite(coalesce, .init = setup, .fini = teardown);
+
+Test(coalesce, the_first_leads_the_next_join_other_keys_do_not)
+{
+    client_t a, b, c, d;
+    client_init(&a);
+    client_init(&b);
+    client_init(&c);
+    client_init(&d);
+    coalesce_fetch_t *led, *none;
+    cr_expect_eq(attach(&a, "/config/worker", 4, false, &none), COALESCE_ABSENT, "no fetch, may not lead");
+    cr_expect_null(none);
+    cr_expect_eq(attach(&a, "/config/worker", 4, true, &led), COALESCE_LEADS);
+    cr_assert_not_null(led);
+    cr_expect_eq(attach(&b, "/config/worker", 4, false, &none), COALESCE_JOINED);
+    cr_expect_null(none);
+    cr_expect_eq(attach(&c, "/config/worker", 1, false, &none), COALESCE_ABSENT, "another spec is another fetch");
+    cr_expect_eq(attach(&d, "/config/master", 4, false, &none), COALESCE_ABSENT, "another pool is another fetch");
+    coalesce_fetch_fail(led, &cw, 502, GATE_REASON_UPSTREAM_CLOSED);
+    coalesce_fetch_release(led);
+    client_close(&a);
+    client_close(&b);
+    client_close(&c);
+    client_close(&d);
+}
+
+Test(coalesce, max_followers_counts_the_others_than_the_leader)
+{
+    cfg.max_followers = 2;
+    client_t c[4];
+    coalesce_fetch_t *led, *none;
+    for (int i = 0; i < 4; i++)
+        client_init(&c[i]);
+    cr_expect_eq(attach(&c[0], "/config/worker", 4, true, &led), COALESCE_LEADS);
+    cr_expect_eq(attach(&c[1], "/config/worker", 4, false, &none), COALESCE_JOINED);
+    cr_expect_eq(attach(&c[2], "/config/worker", 4, true, &none), COALESCE_JOINED);
+    cr_expect_eq(attach(&c[3], "/config/worker", 4, true, &none), COALESCE_FULL);
+    cr_expect_null(c[3].r.fetch, "an overflowing reader is not attached");
+    coalesce_fetch_unshare(led, &cw);
+    coalesce_fetch_release(led);
+    for (int i = 0; i < 4; i++)
+        client_close(&c[i]);
+    cfg.max_followers = 1000;
+}
+
+Test(coalesce, a_reader_gets_the_head_then_the_body_as_it_is_published)
+{
+    client_t a;
+    coalesce_fetch_t *led;
+    led = lead(&a);
+    cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_KEEP_ALIVE), COALESCE_WAIT_FETCH, "no head yet");
+    char *body = share(led, 200, 10);
+    memcpy(body, "0123456789", 10);
+    coalesce_fetch_publish(led, &cw, 4);
+    cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_KEEP_ALIVE), COALESCE_WAIT_FETCH);
+    coalesce_fetch_publish(led, &cw, 10);
+    coalesce_fetch_done(led, &cw);
+    cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_KEEP_ALIVE), COALESCE_DONE);
+    char got[256];
+    size_t n = drain(&a, got, sizeof got);
+    cr_expect_eq(n, sizeof HEAD_KA - 1 + 10);
+    cr_expect_eq(memcmp(got, HEAD_KA, sizeof HEAD_KA - 1), 0);
+    cr_expect_eq(memcmp(got + sizeof HEAD_KA - 1, "0123456789", 10), 0);
+    cr_expect_eq(coalesce_status(&a.r), 200);
+    coalesce_fetch_release(led);
+    client_close(&a);
+}
+
+Test(coalesce, a_closing_client_gets_the_close_head)
+{
+    client_t a;
+    coalesce_fetch_t *led;
+    led = lead(&a);
+    complete(led, 200, 10, 'x');
+    cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_CLOSE), COALESCE_DONE);
+    char got[256];
+    size_t n = drain(&a, got, sizeof got);
+    cr_expect_eq(n, sizeof HEAD_CLOSE - 1 + 10);
+    cr_expect_eq(memcmp(got, HEAD_CLOSE, sizeof HEAD_CLOSE - 1), 0);
+    coalesce_fetch_release(led);
+    client_close(&a);
+}
+
+Test(coalesce, a_fetch_that_fails_before_its_head_fails_every_reader_and_leaves_the_table)
+{
+    client_t a, b, c;
+    client_init(&b);
+    client_init(&c);
+    coalesce_fetch_t *led, *none;
+    led = lead(&a);
+    cr_assert_eq(attach(&b, "/config/worker", 4, false, &none), COALESCE_JOINED);
+    coalesce_fetch_fail(led, &cw, 504, GATE_REASON_UPSTREAM_TIMEOUT);
+    for (client_t *x = &a; x; x = x == &a ? &b : NULL) {
+        cr_expect_eq(coalesce_reader_pump(&x->r, HTTP_CONN_KEEP_ALIVE), COALESCE_FAILED);
+        int status;
+        gate_reason_t why;
+        coalesce_failure(&x->r, &status, &why);
+        cr_expect_eq(status, 504);
+        cr_expect_eq(why, GATE_REASON_UPSTREAM_TIMEOUT);
+        char got[16];
+        cr_expect_eq(drain(x, got, sizeof got), 0, "nothing was written");
+    }
+    cr_expect_eq(attach(&c, "/config/worker", 4, false, &none), COALESCE_ABSENT, "a failed fetch is not joined");
+    coalesce_fetch_release(led);
+    client_close(&a);
+    client_close(&b);
+    client_close(&c);
+}
+
+Test(coalesce, a_cut_gives_every_reader_what_there_was_then_closes_it_mid_body)
+{
+    client_t a, b;
+    client_init(&b);
+    coalesce_fetch_t *led, *none;
+    led = lead(&a);
+    cr_assert_eq(attach(&b, "/config/worker", 4, false, &none), COALESCE_JOINED);
+    char *body = share(led, 200, 10);
+    memset(body, 'x', 5);
+    coalesce_fetch_publish(led, &cw, 5);
+    cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_KEEP_ALIVE), COALESCE_WAIT_FETCH);
+    coalesce_fetch_cut(led, &cw, GATE_REASON_UPSTREAM_CLOSED_EARLY);
+    cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_KEEP_ALIVE), COALESCE_CUT);
+    cr_expect_eq(coalesce_reader_pump(&b.r, HTTP_CONN_KEEP_ALIVE), COALESCE_CUT, "b had nothing yet");
+    char got[256];
+    cr_expect_eq(drain(&b, got, sizeof got), sizeof HEAD_KA - 1 + 5, "the head and the 5 bytes there were");
+    int status;
+    gate_reason_t why;
+    coalesce_failure(&b.r, &status, &why);
+    cr_expect_eq(status, 200);
+    cr_expect_eq(why, GATE_REASON_UPSTREAM_CLOSED_EARLY);
+    coalesce_fetch_release(led);
+    client_close(&a);
+    client_close(&b);
+}
+
+Test(coalesce, an_unshared_fetch_sends_its_readers_upstream_and_leaves_the_table)
+{
+    client_t a, b;
+    client_init(&b);
+    coalesce_fetch_t *led, *none;
+    led = lead(&a);
+    coalesce_fetch_unshare(led, &cw);
+    cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_KEEP_ALIVE), COALESCE_UNSHARED);
+    cr_expect_eq(attach(&b, "/config/worker", 4, false, &none), COALESCE_ABSENT);
+    coalesce_fetch_release(led);
+    client_close(&a);
+    client_close(&b);
+}
+
+Test(coalesce, ttl_keeps_a_completed_200_and_nothing_else)
+{
+    cfg.ttl_ms = 60000;
+    client_t a, b, c, d;
+    client_init(&b);
+    client_init(&c);
+    client_init(&d);
+    coalesce_fetch_t *led, *none;
+    led = lead(&a);
+    complete(led, 200, 10, 'y');
+    cr_expect_gt(coalesce_fetch_ttl_left(led), 50000);
+    cr_expect_eq(attach(&b, "/config/worker", 4, false, &none), COALESCE_JOINED, "kept for ttl");
+    cr_expect_eq(coalesce_reader_pump(&b.r, HTTP_CONN_KEEP_ALIVE), COALESCE_DONE);
+    coalesce_fetch_release(led);    /* the ttl is over */
+    cr_expect_eq(attach(&c, "/config/worker", 4, false, &none), COALESCE_ABSENT);
+
+    cr_assert_eq(attach(&c, "/config/master", 4, true, &led), COALESCE_LEADS);
+    complete(led, 500, 10, 'z');
+    cr_expect_eq(coalesce_fetch_ttl_left(led), 0, "an error is not kept");
+    cr_expect_eq(attach(&d, "/config/master", 4, false, &none), COALESCE_ABSENT);
+    coalesce_fetch_release(led);
+    client_close(&a);
+    client_close(&b);
+    client_close(&c);
+    client_close(&d);
+    cfg.ttl_ms = 0;
+}
+
+Test(coalesce, a_waiting_reader_is_woken_once_on_its_own_base)
+{
+    client_t a;
+    coalesce_fetch_t *led;
+    led = lead(&a);
+    cr_expect_eq(coalesce_reader_pump(&a.r, HTTP_CONN_KEEP_ALIVE), COALESCE_WAIT_FETCH);
+    share(led, 200, 10);
+    coalesce_fetch_publish(led, &cw, 3);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    cr_expect_eq(a.wakes, 1, "two changes before the loop turned: one wake-up");
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    cr_expect_eq(a.wakes, 1, "not woken again without news");
+    coalesce_fetch_fail(led, &cw, 502, GATE_REASON_UPSTREAM_CLOSED);
+    coalesce_fetch_release(led);
+    client_close(&a);
+}
+
+/* The driver on another thread: its publish reaches the reader's base
+ * through the eventfd. */
+typedef struct other_worker {
+    struct event_base *base;
+    coalesce_worker_t cw;
+    coalesce_fetch_t *f;
+} other_worker_t;
+
+static void *drive(void *arg)
+{
+    other_worker_t *o = arg;
+    const char *heads[2] = {HEAD_KA, HEAD_CLOSE};
+    size_t lens[2] = {sizeof HEAD_KA - 1, sizeof HEAD_CLOSE - 1};
+    char *body = coalesce_fetch_shared(o->f, &o->cw, 200, heads, lens, 10);
+    memcpy(body, "abcdefghij", 10);
+    coalesce_fetch_publish(o->f, &o->cw, 10);
+    coalesce_fetch_done(o->f, &o->cw);
+    coalesce_fetch_release(o->f);
+    return NULL;
+}
+
+Test(coalesce, a_reader_on_another_worker_is_woken_through_its_eventfd)
+{
+    other_worker_t o = {.base = event_base_new()};
+    cr_assert_eq(coalesce_worker_init(&o.cw, o.base, &cfg, err, sizeof err), 0, "%s", err);
+    client_t a, b;
+    client_init(&a);
+    client_init(&b);
+    coalesce_fetch_t *none;
+    coalesce_key_t k = key("/config/worker", 4);
+    cr_assert_eq(coalesce_attach(&o.cw, &k, &a.r, on_wake, &a.io, true, &o.f), COALESCE_LEADS);
+    cr_assert_eq(attach(&b, "/config/worker", 4, false, &none), COALESCE_JOINED);
+    cr_expect_eq(coalesce_reader_pump(&b.r, HTTP_CONN_KEEP_ALIVE), COALESCE_WAIT_FETCH);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, drive, &o), 0);
+    pthread_join(t, NULL);
+    event_base_loop(base, EVLOOP_ONCE);     /* blocks until the eventfd is readable */
+    cr_expect_eq(b.wakes, 1);
+    cr_expect_eq(coalesce_reader_pump(&b.r, HTTP_CONN_KEEP_ALIVE), COALESCE_DONE);
+    char got[256];
+    size_t n = drain(&b, got, sizeof got);
+    cr_expect_eq(n, sizeof HEAD_KA - 1 + 10);
+    cr_expect_eq(memcmp(got + sizeof HEAD_KA - 1, "abcdefghij", 10), 0);
+    client_close(&a);
+    client_close(&b);
+    coalesce_worker_destroy(&o.cw);
+    event_base_free(o.base);
+}
+
+Test(coalesce, a_reader_that_cannot_write_holds_up_no_other)
+{
+    enum { LEN = 4u << 20 };
+    client_t slow, fast;
+    client_init(&fast);
+    coalesce_fetch_t *led, *none;
+    led = lead(&slow);
+    cr_assert_eq(attach(&fast, "/config/worker", 4, false, &none), COALESCE_JOINED);
+    complete(led, 200, LEN, 'b');
+    cr_expect_eq(coalesce_reader_pump(&slow.r, HTTP_CONN_KEEP_ALIVE), COALESCE_WAIT_CLIENT, "its socket is full");
+    uint64_t slow_sent = slow.r.sent;
+    size_t total = 0;
+    coalesce_result_t r;
+    for (int i = 0; i < 100000 && (r = coalesce_reader_pump(&fast.r, HTTP_CONN_KEEP_ALIVE)) != COALESCE_DONE; i++) {
+        cr_assert_eq(r, COALESCE_WAIT_CLIENT);
+        total += discard(&fast);
+    }
+    total += discard(&fast);
+    cr_expect_eq(total, sizeof HEAD_KA - 1 + LEN, "the fast reader got everything: %zu", total);
+    cr_expect_eq(slow.r.sent, slow_sent, "while the slow one got nothing more");
+    cr_expect_lt(slow_sent, LEN);
+    coalesce_fetch_release(led);
+    client_close(&slow);
+    client_close(&fast);
+}
