@@ -800,8 +800,11 @@ static bool exchange_lead(exchange_t *x)
         return false;
     }
     exchange_t *d = &dr->x;
+    /* The driver is an exchange of the generation serving now (a reload
+     * changes the next fetch's timeouts, not this one's). */
     *d = (exchange_t){.ctx = ctx, .log = &dr->log, .buf = x->buf, .len = x->len, .has_slot = x->has_slot,
-                      .fetch = f, .peer = x};
+                      .fetch = f, .peer = x, .gen = ctx->gen};
+    ctx->gen->exchanges++;
     relay_init(&d->relay, NULL, NULL, NULL, 0, NULL);
     evtimer_assign(&dr->ttl_ev, ctx->upstream.base, exchange_on_ttl, d);
     dr->next = ctx->drivers;
@@ -840,6 +843,8 @@ static void exchange_driver_end(exchange_t *d)
     if (dr->next)
         dr->next->prev = dr->prev;
     coalesce_fetch_release(d->fetch);
+    if (d->gen)
+        exchange_leave_gen(d);
     free(dr);
 }
 
