@@ -6,6 +6,7 @@
 #define SKEWGATE_ADMIN_SERVE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "conf/config.h"
 
@@ -32,10 +33,13 @@ typedef struct serve serve_t;
 
 /* Binds addr (IPv6 v6-only, no SO_REUSEPORT: a second gate on the same
  * port is an error, not a share) and serves routes on base, each handler
- * called with arg. Logs "<name>_listening" with the bound host and port.
+ * called with arg. A request not read whole within request_timeout_ms of
+ * the accept (or of the previous answer) closes its connection. Logs
+ * "<name>_listening" with the bound host and port.
  * NULL with "<name> listener ADDR: why" in err. routes must outlive it. */
 serve_t *serve_start(struct event_base *base, const config_addr_t *addr, const char *name,
-                     const serve_routes_t *routes, void *arg, char *err, size_t errlen);
+                     uint64_t request_timeout_ms, const serve_routes_t *routes, void *arg, char *err,
+                     size_t errlen);
 void serve_free(serve_t *s);
 
 void serve_reply(struct evhttp_request *req, int code, const char *reason, const char *type, const char *body,
