@@ -23,6 +23,8 @@
 typedef struct worker_listener {
     int fd;
     struct event ev;
+    struct event resume_ev;     /* accepts paused while descriptors run out */
+    bool starved;               /* out of descriptors since the last accept */
     SSL_CTX *tls;               /* NULL: plain */
     struct worker *w;
 } worker_listener_t;
