@@ -2,8 +2,10 @@
 # Abuse on loopback, bounded (issue 12 item 4), the parts that take a few
 # seconds: a slowloris (300 connections, a byte a second each) cut at
 # limits.header_timeout while real clients are served at once; 10,000
-# pipelined requests on one connection, all answered, in order. The slow
-# reader of a 4 MiB body is t_proxy_upstream.sh's; the hold storm and the
+# pipelined requests on one connection, all answered, in order; a slow
+# reader (1 MiB/s) of a 4 MiB body over TLS gets it whole while the gate's
+# memory stays within a bound (eight readers that give up are
+# t_proxy_upstream.sh's); the hold storm and the
 # 10,000 idle TLS connections are `make abuse` (tests/abuse/load.sh).
 . "$(dirname "$0")/lib.sh"
 
@@ -41,6 +43,24 @@ print("slowloris:", r)
 assert r["open"] == 0 and r["closed"] == 300, r
 assert r["max"] <= 4.0, r
 PY
+gate_stop
+
+note "a slow reader of a 4 MiB body: whole, the gate's memory bounded"
+python3 "$ROOT/tools/mcs-data.py" "$MCS_DATA" $((4 * 1024 * 1024)) big
+gate_start "$TMP/gate.yaml"
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$GATE_PID/status"; }
+curl -sf -o /dev/null --cacert "$CA" "https://127.0.0.1:$TLS_PORT/config/worker"   # warm up the pools
+base=$(rss) peak=$(rss)
+curl -s --limit-rate 1M --max-time 30 --cacert "$CA" -o "$TMP/slow" -w '%{http_code} %{size_download}\n' \
+  "https://127.0.0.1:$TLS_PORT/config/big" >"$TMP/slow.result" &
+reader=$!
+while kill -0 "$reader" 2>/dev/null; do r=$(rss); [ "$r" -le "$peak" ] || peak=$r; sleep 0.1; done
+wait "$reader" || fail "the slow reader: curl failed"
+read -r code got <"$TMP/slow.result"
+want=$(curl -s -o /dev/null -w '%{size_download}' "http://127.0.0.1:$MCS_PORT/config/big")
+[ "$code" = 200 ] && [ "$got" = "$want" ] || fail "the slow reader got $code, $got of $want bytes"
+echo "slow reader: $got bytes whole; gate RSS $base KiB before, peak $peak KiB (+$((peak - base)) KiB)"
+[ $((peak - base)) -lt 4096 ] || fail "the gate's RSS grew by $((peak - base)) KiB for one slow reader of 4 MiB"
 gate_stop
 
 note "10,000 pipelined requests on one connection: all answered, in order"
