@@ -31,6 +31,20 @@ with_bad() {
   gate_start "$TMP/gate.yaml"
 }
 
+# on_both NAME CHECK: /config/worker on the plain and the TLS listener;
+# CHECK CURL_EXIT HTTP_CODE BYTES must hold for each.
+on_both() {
+  local name=$1 check=$2 url rc code bytes
+  for url in "http://127.0.0.1:$PLAIN_PORT/config/worker" "https://127.0.0.1:$TLS_PORT/config/worker"; do
+    read -r rc code bytes <<<"$(fetch "$url")"
+    "$check" "$rc" "$code" "$bytes" || fail "$name via $url: curl exit $rc, status $code, $bytes bytes"
+  done
+}
+is_502() { [ "$1" = 0 ] && [ "$2" = 502 ]; }
+# exactly the 100000 bytes of e the upstream framed, none of its surplus
+is_framed_part() { [ "$1" = 0 ] && [ "$2" = 200 ] && [ "$3" = 100000 ] && [ -z "$(tr -d e <"$TMP/body")" ]; }
+is_cut() { [ "$1" != 0 ]; }
+
 still_serving() {
   [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ADMIN_PORT/healthz")" = 200 ] ||
     fail "$1: the gate stopped serving"
@@ -39,33 +53,21 @@ still_serving() {
 
 note "the upstream resets during the head: 502, plain and TLS"
 with_bad reset-head
-for url in "http://127.0.0.1:$PLAIN_PORT/config/worker" "https://127.0.0.1:$TLS_PORT/config/worker"; do
-  read -r rc code bytes <<<"$(fetch "$url")"
-  [ "$rc" = 0 ] && [ "$code" = 502 ] || fail "reset during the head via $url: curl $rc, status $code"
-done
+on_both "reset during the head" is_502
 still_serving "reset during the head"
 gate_stop
 
 note "more bytes than Content-Length: exactly Content-Length reach the node, the rest is dropped"
 with_bad extra-bytes
-for url in "http://127.0.0.1:$PLAIN_PORT/config/worker" "https://127.0.0.1:$TLS_PORT/config/worker"; do
-  read -r rc code bytes <<<"$(fetch "$url")"
-  [ "$rc" = 0 ] && [ "$code" = 200 ] && [ "$bytes" = 100000 ] ||
-    fail "extra bytes via $url: curl $rc, status $code, $bytes bytes"
-  tr -d e <"$TMP/body" | wc -c | grep -qx 0 || fail "extra bytes via $url: the body is not the upstream's"
-done
+on_both "extra bytes" is_framed_part
 # the surplus must not be taken for the next answer on a reused connection
-read -r rc code bytes <<<"$(fetch "http://127.0.0.1:$PLAIN_PORT/config/worker")"
-[ "$rc" = 0 ] && [ "$code" = 200 ] && [ "$bytes" = 100000 ] || fail "after extra bytes: curl $rc, $code, $bytes bytes"
+on_both "after extra bytes" is_framed_part
 still_serving "extra bytes"
 gate_stop
 
 note "a chunked body cut before the last chunk: the node sees an error, never a whole body"
 with_bad chunked-cut
-for url in "http://127.0.0.1:$PLAIN_PORT/config/worker" "https://127.0.0.1:$TLS_PORT/config/worker"; do
-  read -r rc code bytes <<<"$(fetch "$url")"
-  [ "$rc" != 0 ] || fail "a chunked body without its last chunk passed as whole via $url ($bytes bytes)"
-done
+on_both "a chunked body without its last chunk passed as whole" is_cut
 # and an HTTP/1.0 client (de-chunked, delimited by the close) too
 set +e
 curl -s --http1.0 --max-time 20 -o "$TMP/body" "http://127.0.0.1:$PLAIN_PORT/config/worker"; rc=$?
