@@ -29,6 +29,7 @@ exec valgrind --tool=memcheck --leak-check=full --errors-for-leak-kinds=definite
 EOF
   chmod +x "$TMP/gate-under-valgrind"
   SKEWGATE_BIN="$TMP/gate-under-valgrind"
+  GATE_START_WAIT=120   # valgrind's start on a loaded 2-core machine
 fi
 
 certs
