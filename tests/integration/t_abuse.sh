@@ -60,7 +60,10 @@ read -r code got <"$TMP/slow.result"
 want=$(curl -s -o /dev/null -w '%{size_download}' "http://127.0.0.1:$MCS_PORT/config/big")
 [ "$code" = 200 ] && [ "$got" = "$want" ] || fail "the slow reader got $code, $got of $want bytes"
 echo "slow reader: $got bytes whole; gate RSS $base KiB before, peak $peak KiB (+$((peak - base)) KiB)"
-[ $((peak - base)) -lt 4096 ] || fail "the gate's RSS grew by $((peak - base)) KiB for one slow reader of 4 MiB"
+# a sanitizer build keeps freed memory in quarantine: RSS says nothing there
+if [ -z "${SKEWGATE_SAN:-}" ]; then
+  [ $((peak - base)) -lt 4096 ] || fail "the gate's RSS grew by $((peak - base)) KiB for one slow reader of 4 MiB"
+fi
 gate_stop
 
 note "10,000 pipelined requests on one connection: all answered, in order"
