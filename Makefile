@@ -40,7 +40,7 @@ BIN      := $(BUILD)/skewgate
 LIB      := $(BUILD)/libskewgate.a
 UNIT_BIN := $(BUILD)/unit-tests
 
-.PHONY: all deps test unit integration run check-conf clean bench bench-smoke image image-rootfs fuzz
+.PHONY: all deps test unit integration run check-conf clean bench bench-smoke image image-rootfs fuzz abuse soak
 all: $(BIN)
 
 deps:
@@ -114,6 +114,24 @@ bench-smoke:
 FUZZ_SECONDS ?= 20
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) ./tests/fuzz/run.sh
+
+# Issue 12 item 4's heavier runs (tests/abuse/load.sh: hold storm, 10,000
+# idle TLS connections), and item 5's soak (tests/soak/run.sh): ASan+UBSan
+# for SOAK_SECONDS, then the plain build under valgrind memcheck for
+# SOAK_VALGRIND_SECONDS. Figures in tests/RELIABILITY.md.
+abuse: deps
+	$(MAKE) --no-print-directory $(BIN)
+	SKEWGATE_BIN=$(CURDIR)/$(BIN) nice -n 10 bash ./tests/abuse/load.sh
+
+SOAK_SECONDS ?= 900
+SOAK_VALGRIND_SECONDS ?= 180
+soak: deps
+	$(MAKE) --no-print-directory SAN=1 build-san/skewgate
+	$(MAKE) --no-print-directory build/skewgate
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_OUT=$(CURDIR)/build/soak/asan SKEWGATE_SAN=1 \
+	  SKEWGATE_BIN=$(CURDIR)/build-san/skewgate nice -n 10 bash ./tests/soak/run.sh
+	SOAK_SECONDS=$(SOAK_VALGRIND_SECONDS) SOAK_VALGRIND=1 SOAK_OUT=$(CURDIR)/build/soak/valgrind \
+	  SKEWGATE_BIN=$(CURDIR)/build/skewgate nice -n 10 bash ./tests/soak/run.sh
 
 clean:
 	rm -rf build build-san build-tsan build-bench

@@ -15,6 +15,8 @@ pkgs+=(debootstrap buildah podman runc)
 pkgs+=(chromium)
 # make fuzz (tests/fuzz/run.sh): clang and its libFuzzer runtime.
 pkgs+=(clang libclang-rt-14-dev)
+# make soak (tests/soak/run.sh): the memcheck pass. prlimit (util-linux) for t_fault_process.
+pkgs+=(valgrind util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,9 +18,12 @@
 struct event_base;
 typedef struct admin admin_t;
 
-/* Binds cfg->addr and serves on base. workers[] (n_workers counters) must
- * outlive the listener; the array itself is copied. NULL with err set. */
-admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict_ctl_t *ctl,
+/* Binds cfg->addr and serves on base; a request must arrive whole within
+ * request_timeout_ms (the gate's limits.header_timeout). workers[]
+ * (n_workers counters) must outlive the listener; the array itself is
+ * copied. NULL with err set. */
+admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, uint64_t request_timeout_ms,
+                     verdict_ctl_t *ctl,
                      const metrics_worker_t *const *workers, size_t n_workers, char *err, size_t errlen);
 /* GET /config and skewgate_config_reloads_total read *reloads (the main
  * thread's, which must outlive the listener). */

@@ -16,10 +16,12 @@
 struct event_base;
 typedef struct metrics_listener metrics_listener_t;
 
-/* Binds cfg->addr and serves on base. workers[] (n_workers counters) must
- * outlive the listener; the array itself is copied. NULL with err set. */
+/* Binds cfg->addr and serves on base; a request must arrive whole within
+ * request_timeout_ms (the gate's limits.header_timeout). workers[]
+ * (n_workers counters) must outlive the listener; the array itself is
+ * copied. NULL with err set. */
 metrics_listener_t *metrics_listener_start(struct event_base *base, const config_metrics_t *cfg,
-                                           verdict_ctl_t *ctl, const metrics_worker_t *const *workers,
+                                           uint64_t request_timeout_ms, verdict_ctl_t *ctl, const metrics_worker_t *const *workers,
                                            size_t n_workers, char *err, size_t errlen);
 /* skewgate_config_reloads_total reads *reloads (must outlive m). */
 void metrics_listener_set_reloads(metrics_listener_t *m, const config_reloads_t *reloads);

@@ -27,6 +27,8 @@ typedef struct worker_listener {
     int fd;
     uint32_t id;                /* the gate's name for the listener, stable across reloads */
     struct event ev;
+    struct event resume_ev;     /* accepts paused while descriptors run out */
+    bool starved;               /* out of descriptors since the last accept */
     SSL_CTX *tls;               /* NULL: plain */
     const config_listener_t *cfg;   /* proxy_protocol, trusted_proxies */
     struct worker *w;

@@ -224,7 +224,8 @@ static const serve_routes_t admin_routes = {
     "not found: / /healthz /readyz /verdict /held /config /metrics /override",
 };
 
-admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict_ctl_t *ctl,
+admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, uint64_t request_timeout_ms,
+                     verdict_ctl_t *ctl,
                      const metrics_worker_t *const *workers, size_t n_workers, char *err, size_t errlen)
 {
     admin_t *a = calloc(1, sizeof *a);
@@ -235,8 +236,9 @@ admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, verdict
     }
     a->ctl = ctl;
     if (credential_init(&a->cred, cfg->token_file, err, errlen) < 0 ||
-        !(a->serve = serve_start(base, &cfg->addr, "admin", &admin_routes, a, err, errlen)) ||
-        (cfg->socket && !(a->socket = serve_start_unix(base, cfg->socket, "admin", &admin_routes, a, err, errlen)))) {
+        !(a->serve = serve_start(base, &cfg->addr, "admin", request_timeout_ms, &admin_routes, a, err, errlen)) ||
+        (cfg->socket && !(a->socket = serve_start_unix(base, cfg->socket, "admin", request_timeout_ms, &admin_routes,
+                                                       a, err, errlen)))) {
         admin_free(a);
         return NULL;
     }

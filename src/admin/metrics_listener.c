@@ -22,7 +22,7 @@ static const serve_routes_t metrics_routes = {
 };
 
 metrics_listener_t *metrics_listener_start(struct event_base *base, const config_metrics_t *cfg,
-                                           verdict_ctl_t *ctl, const metrics_worker_t *const *workers,
+                                           uint64_t request_timeout_ms, verdict_ctl_t *ctl, const metrics_worker_t *const *workers,
                                            size_t n_workers, char *err, size_t errlen)
 {
     metrics_listener_t *m = calloc(1, sizeof *m);
@@ -31,7 +31,7 @@ metrics_listener_t *metrics_listener_start(struct event_base *base, const config
         metrics_listener_free(m);
         return NULL;
     }
-    m->serve = serve_start(base, &cfg->addr, "metrics", &metrics_routes, &m->scrape, err, errlen);
+    m->serve = serve_start(base, &cfg->addr, "metrics", request_timeout_ms, &metrics_routes, &m->scrape, err, errlen);
     if (!m->serve) {
         metrics_listener_free(m);
         return NULL;

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
 
 #include "serve.h"
@@ -19,12 +21,27 @@
 #define SERVE_TIMEOUT_S 10
 #define SERVE_BACKLOG 64
 
+/* One accepted connection and its request deadline. evhttp 2.1 has only
+ * an idle timeout, which restarts on every byte: a client sending one
+ * byte every few seconds held a connection for as long as it liked (still
+ * open after a minute). The deadline runs from the accept, or from the
+ * end of the previous answer, to the whole request read. */
+typedef struct serve_conn {
+    struct serve_conn *prev, *next;
+    serve_t *serve;
+    struct bufferevent *bev;
+    struct evhttp_connection *evcon;    /* NULL until attached */
+    struct event *deadline;             /* first fire (at once): attach */
+} serve_conn_t;
+
 struct serve {
     struct evhttp *http;
     const serve_routes_t *routes;
     void *arg;
     char *socket_path;          /* a unix socket: every route allowed, the file removed at free */
     credential_t *cred;         /* TCP: what a mutating route asks */
+    struct timeval request_timeout;
+    serve_conn_t *conns;        /* open connections, for serve_conn_of */
 };
 
 /* libevent 2.1.12 sends whatever is in the output buffer even to a HEAD,
@@ -115,9 +132,119 @@ static bool serve_authorized(const serve_t *s, struct evhttp_request *req)
     return false;
 }
 
+static void serve_conn_unlink_free(serve_conn_t *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        c->serve->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    event_free(c->deadline);
+    free(c);
+}
+
+/* evhttp lets the connection go (closed, timed out, or the listener freed). */
+static void serve_conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    serve_conn_unlink_free(arg);
+}
+
+/* From here evhttp tells us when the connection goes: the reference taken
+ * at the accept (which kept the bufferevent's memory, not its socket,
+ * for this check) is given back. */
+static void serve_conn_attach(serve_conn_t *c, struct evhttp_connection *evcon)
+{
+    c->evcon = evcon;
+    evhttp_connection_set_closecb(evcon, serve_conn_closed, c);
+    bufferevent_decref(c->bev);
+}
+
+/* Attach (the first fire, as soon as evhttp has made the connection), or
+ * the deadline passed: evhttp drops a connection whose read timed out,
+ * without an answer. */
+static void serve_conn_fire(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    serve_conn_t *c = arg;
+    if (c->evcon) {
+        bufferevent_trigger_event(c->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, 0);
+        return;     /* c is freed by serve_conn_closed */
+    }
+    /* evhttp set its own callbacks, with the connection as their argument;
+     * none left: it has already freed it. */
+    bufferevent_event_cb eventcb;
+    void *evcon;
+    bufferevent_getcb(c->bev, NULL, NULL, &eventcb, &evcon);
+    if (!eventcb) {
+        bufferevent_decref(c->bev);
+        serve_conn_unlink_free(c);
+        return;
+    }
+    serve_conn_attach(c, evcon);
+    evtimer_add(c->deadline, &c->serve->request_timeout);
+}
+
+/* evhttp's bufferevent for each accepted connection; NULL (out of memory)
+ * makes evhttp make its own, without the deadline. */
+static struct bufferevent *serve_conn_new(struct event_base *base, void *arg)
+{
+    serve_t *s = arg;
+    serve_conn_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->deadline = evtimer_new(base, serve_conn_fire, c);
+    c->bev = c->deadline ? bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE) : NULL;
+    if (!c->bev) {
+        if (c->deadline)
+            event_free(c->deadline);
+        free(c);
+        return NULL;
+    }
+    bufferevent_incref(c->bev);
+    c->serve = s;
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    static const struct timeval at_once = {0, 0};
+    evtimer_add(c->deadline, &at_once);
+    return c->bev;
+}
+
+/* The connection a request came on; NULL if it has no deadline. A linear
+ * walk: the admin and metrics listeners have a handful of clients. */
+static serve_conn_t *serve_conn_of(const serve_t *s, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    for (serve_conn_t *c = s->conns; bev && c; c = c->next)
+        if (c->bev == bev) {
+            if (!c->evcon)  /* read before the attach came round */
+                serve_conn_attach(c, evcon);
+            return c;
+        }
+    return NULL;
+}
+
+/* The answer is out: the next request on a kept-alive connection gets
+ * the whole deadline again. */
+static void serve_conn_answered(struct evhttp_request *req, void *arg)
+{
+    (void)req;
+    serve_conn_t *c = arg;
+    evtimer_add(c->deadline, &c->serve->request_timeout);
+}
+
 static void serve_on_request(struct evhttp_request *req, void *arg)
 {
     const serve_t *s = arg;
+    serve_conn_t *c = serve_conn_of(s, req);
+    if (c) {
+        evtimer_del(c->deadline);
+        evhttp_request_set_on_complete_cb(req, serve_conn_answered, c);
+    }
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     /* The path only: a query (or a header) may hold what is not for a log. */
     if (log_enabled(LOG_DEBUG))
@@ -170,7 +297,8 @@ static int serve_listen(const config_addr_t *addr, const char *name, char *err, 
 
 /* The evhttp around a listening socket fd (taken: closed on failure). */
 static serve_t *serve_on_fd(struct event_base *base, int fd, const char *what, const char *name,
-                            const serve_routes_t *routes, void *arg, char *err, size_t errlen)
+                            uint64_t request_timeout_ms, const serve_routes_t *routes, void *arg, char *err,
+                            size_t errlen)
 {
     serve_t *s = calloc(1, sizeof *s);
     if (s)
@@ -183,6 +311,9 @@ static serve_t *serve_on_fd(struct event_base *base, int fd, const char *what, c
     }
     s->routes = routes;
     s->arg = arg;
+    s->request_timeout.tv_sec = (time_t)(request_timeout_ms / 1000);
+    s->request_timeout.tv_usec = (suseconds_t)(request_timeout_ms % 1000 * 1000);
+    evhttp_set_bevcb(s->http, serve_conn_new, s);
     /* Every method reaches serve_on_request, which answers 405 itself. */
     evhttp_set_allowed_methods(s->http, 0x1ff);
     evhttp_set_max_body_size(s->http, SERVE_MAX_BODY);
@@ -199,10 +330,12 @@ static serve_t *serve_on_fd(struct event_base *base, int fd, const char *what, c
 }
 
 serve_t *serve_start(struct event_base *base, const config_addr_t *addr, const char *name,
-                     const serve_routes_t *routes, void *arg, char *err, size_t errlen)
+                     uint64_t request_timeout_ms, const serve_routes_t *routes, void *arg, char *err,
+                     size_t errlen)
 {
     int fd = serve_listen(addr, name, err, errlen);
-    return fd < 0 ? NULL : serve_on_fd(base, fd, addr->text, name, routes, arg, err, errlen);
+    return fd < 0 ? NULL
+                  : serve_on_fd(base, fd, addr->text, name, request_timeout_ms, routes, arg, err, errlen);
 }
 
 /* A socket file at path that no gate serves any more (connect refused) is
@@ -236,7 +369,8 @@ static int serve_unlink_stale(const struct sockaddr_un *sun, const char *name, c
 }
 
 serve_t *serve_start_unix(struct event_base *base, const char *path, const char *name,
-                          const serve_routes_t *routes, void *arg, char *err, size_t errlen)
+                          uint64_t request_timeout_ms, const serve_routes_t *routes, void *arg, char *err,
+                          size_t errlen)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sun.sun_path) {
@@ -257,7 +391,7 @@ serve_t *serve_start_unix(struct event_base *base, const char *path, const char 
             close(fd);
         return NULL;
     }
-    serve_t *s = serve_on_fd(base, fd, path, name, routes, arg, err, errlen);
+    serve_t *s = serve_on_fd(base, fd, path, name, request_timeout_ms, routes, arg, err, errlen);
     if (s && !(s->socket_path = strdup(path))) {
         snprintf(err, errlen, "%s socket: out of memory", name);
         serve_free(s);
@@ -288,6 +422,12 @@ void serve_free(serve_t *s)
     if (s->socket_path) {
         unlink(s->socket_path);
         free(s->socket_path);
+    }
+    /* evhttp_free closed the attached connections (serve_conn_closed);
+     * the rest are not evhttp's any more. */
+    while (s->conns) {
+        bufferevent_decref(s->conns->bev);
+        serve_conn_unlink_free(s->conns);
     }
     free(s);
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "conf/config.h"
 #include "credential.h"
@@ -36,17 +37,21 @@ typedef struct serve serve_t;
 
 /* Binds addr (IPv6 v6-only, no SO_REUSEPORT: a second gate on the same
  * port is an error, not a share) and serves routes on base, each handler
- * called with arg. Logs "<name>_listening" with the bound host and port.
+ * called with arg. A request not read whole within request_timeout_ms of
+ * the accept (or of the previous answer) closes its connection. Logs
+ * "<name>_listening" with the bound host and port.
  * NULL with "<name> listener ADDR: why" in err. routes must outlive it. */
 serve_t *serve_start(struct event_base *base, const config_addr_t *addr, const char *name,
-                     const serve_routes_t *routes, void *arg, char *err, size_t errlen);
+                     uint64_t request_timeout_ms, const serve_routes_t *routes, void *arg, char *err,
+                     size_t errlen);
 /* The same on a unix socket at path, created mode 0600 (a stale socket
  * left by a dead gate is replaced; a live one, or any other file, is an
  * error) and removed by serve_free. Whoever can connect may call every
  * route, mutations included: the socket's mode is the credential, as
  * with HAProxy's stats socket. Logs "<name>_socket" with the path. */
 serve_t *serve_start_unix(struct event_base *base, const char *path, const char *name,
-                          const serve_routes_t *routes, void *arg, char *err, size_t errlen);
+                          uint64_t request_timeout_ms, const serve_routes_t *routes, void *arg, char *err,
+                          size_t errlen);
 /* Over TCP, a change (not GET or HEAD) needs cred's bearer token
  * (borrowed; NULL or never set: refused, 403, telling how to configure
  * one). */

@@ -204,10 +204,10 @@ static int gate_http(gate_t *g, char *err, size_t errlen)
         counters[i] = &g->workers[i].metrics;
     int rc = 0;
     if (cfg->admin.enabled &&
-        !(g->admin = admin_start(g->base, &cfg->admin, g->ctl, counters, g->n_workers, err, errlen)))
+        !(g->admin = admin_start(g->base, &cfg->admin, cfg->limits.header_timeout_ms, g->ctl, counters, g->n_workers, err, errlen)))
         rc = -1;
     if (rc == 0 && cfg->metrics.enabled &&
-        !(g->metrics = metrics_listener_start(g->base, &cfg->metrics, g->ctl, counters, g->n_workers, err, errlen)))
+        !(g->metrics = metrics_listener_start(g->base, &cfg->metrics, cfg->limits.header_timeout_ms, g->ctl, counters, g->n_workers, err, errlen)))
         rc = -1;
     free(counters);
     if (g->admin)

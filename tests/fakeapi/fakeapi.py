@@ -666,6 +666,8 @@ class Store:
         self.bseq = 0
         self.stall_until = 0.0
         self.stall_watches = False
+        self.trickle_until = 0.0   # answers (not control ones) are sent a byte at a time until then
+        self.trickle_gap = 0.2
         self.fail = None                  # {"count", "code", "kinds", "message", "retry_after"}
         self.watchers = 0
         self.status_on_main = args.status_on_main
@@ -1077,7 +1079,18 @@ class Handler(BaseHTTPRequestHandler):
         self._headers_buffer.append(b"\r\n")
         if self.command != "HEAD":
             self._headers_buffer.append(body)
-        self.flush_headers()
+        st = self.server.store
+        if time.monotonic() < st.trickle_until and not self.path.startswith("/_fake/"):
+            data = b"".join(self._headers_buffer)
+            self._headers_buffer = []
+            for i in range(len(data)):   # one byte, one TLS record, per gap
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                time.sleep(st.trickle_gap)
+                if time.monotonic() >= st.trickle_until + 60:
+                    break
+        else:
+            self.flush_headers()
         self.resp_code = code
 
     def send_error_status(self, err):
@@ -1802,11 +1815,16 @@ class Handler(BaseHTTPRequestHandler):
                     if "too_large_wait" in req:
                         st.too_large_wait = float(req["too_large_wait"])
                     st.cond.notify_all()
+            elif f == "trickle":
+                with st.cond:
+                    st.trickle_until = time.monotonic() + float(req.get("seconds", 5))
+                    st.trickle_gap = float(req.get("gap", 0.2))
             elif f == "clear":
                 with st.cond:
                     st.fail = None
                     st.stall_until = 0.0
                     st.stall_watches = False
+                    st.trickle_until = 0.0
                     st.cond.notify_all()
             elif f == "reset_stats":
                 srv.stats.reset()

@@ -70,15 +70,17 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
     abort();
 }
 serve_t *serve_start(struct event_base *base, const config_addr_t *addr, const char *name,
-                     const serve_routes_t *routes, void *arg, char *err, size_t errlen)
+                     uint64_t request_timeout_ms, const serve_routes_t *routes, void *arg, char *err,
+                     size_t errlen)
 {
-    (void)base, (void)addr, (void)name, (void)routes, (void)arg, (void)err, (void)errlen;
+    (void)base, (void)addr, (void)name, (void)request_timeout_ms, (void)routes, (void)arg, (void)err, (void)errlen;
     abort();
 }
 serve_t *serve_start_unix(struct event_base *base, const char *path, const char *name,
-                          const serve_routes_t *routes, void *arg, char *err, size_t errlen)
+                          uint64_t request_timeout_ms, const serve_routes_t *routes, void *arg, char *err,
+                          size_t errlen)
 {
-    (void)base, (void)path, (void)name, (void)routes, (void)arg, (void)err, (void)errlen;
+    (void)base, (void)path, (void)name, (void)request_timeout_ms, (void)routes, (void)arg, (void)err, (void)errlen;
     abort();
 }
 void serve_require_credential(serve_t *s, credential_t *cred)

@@ -25,6 +25,13 @@
   drop     reads the request and closes without an answer
 With --release-file, the modes file, cut and drop answer a request only
 once that file exists (the test decides when an upstream fetch ends).
+  reset-head  sends half a 200 head, then resets the connection
+  extra-bytes  answers 200 with Content-Length: 100000 and 150000 body
+           bytes on a connection it keeps open
+  chunked-cut  answers 200 chunked, 300000 payload bytes, then closes
+           without the last (zero) chunk
+  trickle-body  answers 200 with Content-Length: 200, the body a byte
+           every 10 ms
 Writes its port to --port-file once listening; counts requests in --count-file."""
 import argparse, os, socket, struct, threading, time
 
@@ -104,6 +111,27 @@ def serve(conn, mode, count_file, args):
             if mode == "unframed-reset":
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             return
+        if mode == "reset-head":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Le")
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        if mode == "extra-bytes":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"e" * 150000)
+            conn.recv(1)  # until the proxy closes
+            return
+        if mode == "chunked-cut":
+            out = [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"]
+            for _ in range(30):
+                out.append(b"2710\r\n" + b"c" * 10000 + b"\r\n")
+            conn.sendall(b"".join(out))
+            return
+        if mode == "trickle-body":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\n\r\n")
+            for _ in range(200):
+                conn.sendall(b"t")
+                time.sleep(0.01)
+            conn.recv(1)
+            return
         if mode == "stall-body":
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 100000)
             conn.recv(1)  # until the proxy gives up and closes
@@ -156,7 +184,8 @@ def serve(conn, mode, count_file, args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["stall", "cut", "chunked", "interim", "bighead", "echo", "once", "unframed", "unframed-reset",
-                                     "trickle-head", "stall-body", "file", "drop"], required=True)
+                                     "trickle-head", "stall-body", "file", "drop", "reset-head", "extra-bytes",
+                                     "chunked-cut", "trickle-body"], required=True)
     ap.add_argument("--file")
     ap.add_argument("--cut-file")
     ap.add_argument("--head-bytes", type=int, default=12288)

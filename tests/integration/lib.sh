@@ -1,5 +1,6 @@
 # Sourced by the integration tests: temp dirs, process cleanup, bounded
-# condition waits, the nginx MCS stand-in, certificates and skewgate itself.
+# condition waits, the nginx MCS stand-in, certificates and skewgate itself
+# (GATE_START_WAIT: seconds gate_start waits for the listeners, default 10).
 # Everything listens on loopback only.
 set -euo pipefail
 
@@ -153,7 +154,7 @@ gate_start() {
   "${in_ns[@]}" "$SKEWGATE_BIN" run -c "$1" 2>>"$GATE_LOG" &
   GATE_PID=$!
   PIDS+=($GATE_PID)
-  wait_until 10 gate_listening || { cat "$GATE_LOG" >&2; fail "skewgate did not start"; }
+  wait_until "${GATE_START_WAIT:-10}" gate_listening || { cat "$GATE_LOG" >&2; fail "skewgate did not start"; }
   TLS_PORT=$(gate_port true)
   PLAIN_PORT=$(gate_port false)
 }

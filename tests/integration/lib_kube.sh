@@ -6,7 +6,7 @@
 command -v kubectl >/dev/null || fail "kubectl is not installed"
 fa_init
 # Both cleanups, the gate's (sanitizer check) with the test's exit status.
-trap 'rc=$?; fa_cleanup; (exit $rc); cleanup' EXIT
+trap 'rc=$?; fa_cleanup; set +e; (exit $rc); cleanup' EXIT   # set +e: a failing (exit) would end the trap before cleanup
 
 # The gate reads its own copy of the token, so that tests can break it
 # without breaking the fake (or kubectl).

@@ -2,7 +2,9 @@
 # The admin API refuses what an operator would not mean (issue 12): an
 # override longer than 7 days, and a field given twice
 # (action=admit&action=reject), each with a 400 that says why, and the
-# verdict unchanged.
+# verdict unchanged. A client trickling its request a byte at a time is cut
+# at limits.header_timeout, on the admin and the metrics listener, while
+# others are served.
 . "$(dirname "$0")/lib.sh"
 
 certs
@@ -11,7 +13,12 @@ object="$TMP/mc.yaml"
 set_object automatic-out-of-skew.yaml "$object"
 ADMIN_ADDR="127.0.0.1:$(free_port)"
 ADMIN="http://$ADMIN_ADDR"
-gate_config "$TMP/gate.yaml" hold "$object"
+METRICS_PORT=$(free_port)
+gate_config "$TMP/gate.yaml" hold "$object" "limits:
+  header_timeout: 1s
+metrics:
+  enabled: true
+  address: \"127.0.0.1:$METRICS_PORT\""
 gate_start "$TMP/gate.yaml"
 wait_until 10 curl -sf -o /dev/null "$ADMIN/readyz" || fail "the gate is not ready"
 
@@ -33,5 +40,41 @@ note "a field given twice is refused"
 grep -q 'twice' "$TMP/answer" || fail "the refusal does not say why: $(cat "$TMP/answer")"
 [ "$(post 'action=admit&for=1h&for=2h')" = 400 ] || fail "for given twice was taken"
 [ "$(verdict_reason)" = OutOfSkew ] || fail "a refused override changed the verdict"
+
+note "a request trickled a byte every 200 ms is cut at header_timeout (1 s)"
+# Before the fix evhttp's idle timeout (10 s, restarted by every byte) kept
+# such a connection open for as long as the client liked.
+for port in "${ADMIN_ADDR#*:}" "$METRICS_PORT"; do
+  python3 "$ROOT/tests/integration/trickle.py" "$port" --conns 20 --gap 0.2 --limit 6 >"$TMP/trickle.json" &
+  trickler=$!
+  PIDS+=("$trickler")
+  # meanwhile others are served
+  for i in 1 2 3; do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port/healthz")" = 200 ] ||
+      fail "port $port stopped serving during the trickle"
+  done
+  wait "$trickler"
+  python3 - "$TMP/trickle.json" <<'PY' || fail "port $port: the trickled connections: $(cat "$TMP/trickle.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["open"] == 0 and r["closed"] == 20, r
+assert 0.9 <= r["min"] and r["max"] <= 2.5, r
+PY
+done
+
+note "keep-alive: each request gets the whole deadline again, an idle connection is closed at it"
+python3 - "${ADMIN_ADDR#*:}" <<'PY' || fail "keep-alive on the admin listener"
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+req = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+for _ in range(3):
+    time.sleep(0.6)          # 1.8 s in all on one connection, 0.6 s before each request
+    s.sendall(req)
+    data = s.recv(4096)
+    assert data.startswith(b"HTTP/1.1 200"), data
+t0 = time.monotonic()
+assert s.recv(4096) == b""   # closed at the deadline, about 1 s after the last answer
+assert 0.8 <= time.monotonic() - t0 <= 2.5, time.monotonic() - t0
+PY
 gate_stop
 echo PASS
