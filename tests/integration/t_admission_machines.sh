@@ -97,6 +97,13 @@ note "the reasons in the access log and the metrics"
 metrics=$(curl -s --max-time 5 "http://$ADMIN_ADDR/metrics")
 grep -qE '^skewgate_admission_rejects_total\{reason="UnknownMachine"\} [1-9]' <<<"$metrics" || die "no UnknownMachine metric"
 grep -qE '^skewgate_admission_rejects_total\{reason="ActiveNode"\} [1-9]' <<<"$metrics" || die "no ActiveNode metric"
+note "the held-nodes view and skewgate status name the policy's reason"
+held_reasons=$(curl -s --max-time 5 "http://$ADMIN_ADDR/held" |
+  python3 -c 'import json, sys; print(" ".join(sorted({c["address"] + "=" + c["reason"] for c in json.load(sys.stdin)["clients"]})))')
+grep -q '127.0.0.2=ActiveNode' <<<"$held_reasons" || die "/held has no ActiveNode row for 127.0.0.2: $held_reasons"
+grep -q '=UnknownMachine' <<<"$held_reasons" || die "/held has no UnknownMachine row: $held_reasons"
+status_text=$("$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" || true)
+grep -q 'ActiveNode' <<<"$status_text" || die "skewgate status does not show ActiveNode: $status_text"
 
 note "the watch resumes after a 410 by listing again"
 lists=$(log_count source_listed Nodes)

@@ -103,6 +103,13 @@ invalid=$(sed -n 's/^skewgate_admission_rejects_total{reason="TokenInvalid"} //p
 [ "$missing" = "$(access_count reason TokenMissing)" ] && [ "$missing" -ge 3 ] || fail "TokenMissing: metric $missing, log $(access_count reason TokenMissing)"
 [ "$invalid" = "$(access_count reason TokenInvalid)" ] && [ "$invalid" -ge 4 ] || fail "TokenInvalid: metric $invalid, log $(access_count reason TokenInvalid)"
 grep -q '"decision":"reject","reason":"TokenMissing","status":403' "$GATE_LOG" || fail "no access log line for TokenMissing"
+held_reasons=$(curl -sf "http://$ADMIN_ADDR/held" |
+  python3 -c 'import json, sys; print(" ".join(sorted({c["reason"] for c in json.load(sys.stdin)["clients"]})))')
+# One client (127.0.0.1, one pool): one row, with the reason it got last.
+[ "$held_reasons" = "TokenInvalid" ] || fail "/held reasons: '$held_reasons' (want the last one, TokenInvalid)"
+for t in "$TOK_A" "$TOK_B" "$TOK_C"; do
+  ! grep -qF "$t" <<<"$(curl -sf "http://$ADMIN_ADDR/held")" || fail "/held shows a token"
+done
 
 note "no log line holds a token"
 gate_stop
