@@ -13,7 +13,7 @@
  * Not covered: the query-string path (an empty body reads the request
  * URI's query, which a bare request has not got), the routing, and the
  * request line and headers, which libevent's evhttp parses. */
-// sources: src/conf/*.c src/core/addr.c src/core/cidr.c src/core/ydoc.c src/core/text.c src/core/skew.c src/core/version.c src/core/time.c src/core/log.c src/verdict/verdict_json.c src/verdict/verdict.c src/verdict/override.c
+// sources: src/conf/*.c src/core/addr.c src/core/cidr.c src/core/ignition.c src/core/ydoc.c src/core/text.c src/core/skew.c src/core/version.c src/core/time.c src/core/log.c src/verdict/verdict_json.c src/verdict/verdict.c src/verdict/override.c
 // pkgs: libevent jansson yaml-0.1 openssl
 // dict: form.dict
 #include "../../src/admin/listener.c"
