@@ -716,6 +716,14 @@ static void exchange_leave_fetch(exchange_t *x, bool fell_back)
 static void exchange_fall_back(exchange_t *x)
 {
     exchange_leave_fetch(x, true);
+    /* A follower that joined after taking a slot gave its generation back
+     * with the slot (exchange_release): it asks under the one serving now.
+     * Without this, exchange_send read a NULL generation and the gate
+     * died (t_coalesce's max_body case, under ThreadSanitizer's timing). */
+    if (!x->gen) {
+        x->gen = x->ctx->gen;
+        x->gen->exchanges++;
+    }
     x->follower = false;
     x->may_lead = false;
     conn_reparse_request(x->conn);
