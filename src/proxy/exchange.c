@@ -359,6 +359,9 @@ static void exchange_upstream_start(exchange_t *x)
         exchange_fail(x, 503, GATE_REASON_QUEUE_FULL);
         return;
     }
+    /* Tests order requests by it (t_coalesce_requeue); off the fast path. */
+    if (log_enabled(LOG_DEBUG))
+        log_msg(LOG_DEBUG, "upstream_queued", "waiting for one of %u upstream slots", (unsigned)ctx->slots.cap);
     conn_deadline(c, CONN_DEADLINE_QUEUE, ctx->cfg->upstream.queue_timeout_ms);
 }
 

@@ -23,6 +23,10 @@
   file     answers 200 with --file as the body (Content-Length), keeping the
            connection open for the next request
   drop     reads the request and closes without an answer
+  gated    answers each request with --file as the body (Content-Length),
+           keeping the connection open, once the file named by the last
+           path segment of its target exists in --release-dir; writes the
+           target to --count-file (the test sees which path got there)
 With --release-file, the modes file, cut and drop answer a request only
 once that file exists (the test decides when an upstream fetch ends).
   reset-head  sends half a 200 head, then resets the connection
@@ -77,6 +81,22 @@ def serve_echo(conn, count_file, release_file, once=False):
             while not os.path.exists(release_file) and time.monotonic() < deadline:
                 time.sleep(0.01)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
+
+def serve_gated(conn, count_file, args):
+    body = open(args.file, "rb").read()
+    while True:
+        data = read_head(conn)
+        if data is None:
+            return
+        target = data.split(b"\r\n", 1)[0].split(b" ")[1].decode()
+        with open(count_file, "a") as f:
+            f.write(target + "\n")
+        gate = os.path.join(args.release_dir, target.rstrip("/").rsplit("/", 1)[-1])
+        deadline = time.monotonic() + 60
+        while not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                     % len(body) + body)
 
 def serve(conn, mode, count_file, args):
     try:
@@ -185,11 +205,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["stall", "cut", "chunked", "interim", "bighead", "echo", "once", "unframed", "unframed-reset",
                                      "trickle-head", "stall-body", "file", "drop", "reset-head", "extra-bytes",
-                                     "chunked-cut", "trickle-body"], required=True)
+                                     "chunked-cut", "trickle-body", "gated"], required=True)
     ap.add_argument("--file")
     ap.add_argument("--cut-file")
     ap.add_argument("--head-bytes", type=int, default=12288)
     ap.add_argument("--release-file")
+    ap.add_argument("--release-dir")
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--count-file")
     a = ap.parse_args()
@@ -205,6 +226,8 @@ def main():
         if a.mode in ("echo", "once"):
             threading.Thread(target=serve_echo, args=(c, a.count_file, a.release_file, a.mode == "once"),
                              daemon=True).start()
+        elif a.mode == "gated":
+            threading.Thread(target=serve_gated, args=(c, a.count_file, a), daemon=True).start()
         else:
             threading.Thread(target=serve, args=(c, a.mode, a.count_file, a), daemon=True).start()
 
