@@ -1,0 +1,414 @@
+/* exchange_coalesce: the exchange's side of coalescing (coalesce.h).
+ * A request that may share a fetch joins one, leads one (its driver, an
+ * exchange with no connection, asks the MCS and fills the fetch's body
+ * for every reader), or falls back to asking on its own. */
+#include <stdlib.h>
+#include <string.h>
+#include <event2/event.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "http/accept.h"
+#include "proxy/conn.h"
+#include "proxy/exchange.h"
+#include "proxy/rewrite.h"
+#include "exchange_internal.h"
+
+/* The exchange that drives a shared fetch: no connection of its own, so
+ * it carries the log fields the exchange writes, and the timer that keeps
+ * a completed fetch for coalesce.ttl. */
+typedef struct exchange_driver {
+    exchange_t x;
+    request_log_t log;
+    struct event ttl_ev;
+    struct exchange_driver *prev, *next;    /* ctx->drivers */
+} exchange_driver_t;
+
+static void exchange_on_fetch(coalesce_reader_t *r);
+static void exchange_driver_end(exchange_t *d);
+static void exchange_on_ttl(evutil_socket_t fd, short what, void *arg);
+
+/* ---- coalescing: readers ---------------------------------------------- */
+
+/* Only what the MCS answers the same for every asker is shared: an
+ * admitted GET (HEAD renders too but has no body to share; ungated paths
+ * are not configs), HTTP/1.1 (a 1.0 request goes upstream as 1.0), no
+ * query (the MCS ignores it, but a path with one is not the plain config
+ * request whose answer DESIGN 1.3 vouches for), a path short enough for
+ * the key. Sets the key: pool path and spec. */
+static bool exchange_coalescible(exchange_t *x)
+{
+    const conn_t *c = x->conn;
+    if (!x->ctx->cfg->coalesce.enabled || x->log->decision != REQUEST_ADMIT || c->is_head || c->http10)
+        return false;
+    const http_request_t *req = conn_request(c);
+    if (req->method != HTTP_METHOD_GET || memchr(c->ibuf + req->target.off, '?', req->target.len))
+        return false;
+    size_t len;
+    const char *path = conn_clean_path(c, &len);
+    if (len >= sizeof x->key.path)
+        return false;
+    memcpy(x->key.path, path, len);
+    x->key.path[len] = '\0';
+    const http_header_t *accept = http_headers_get(&req->headers, HTTP_HDR_ACCEPT);
+    x->key.spec = (uint8_t)(accept ? http_accept_ignition_spec(c->ibuf + accept->value.off, accept->value.len)
+                                   : http_accept_ignition_spec(NULL, 0));
+    x->may_lead = true;
+    return true;
+}
+
+/* The debug log tells who shares which fetch (tests wait on it). */
+static void exchange_log_attach(const exchange_t *x, const char *how)
+{
+    if (log_enabled(LOG_DEBUG))
+        log_msg(LOG_DEBUG, "coalesce", "%s %s spec %u", how, x->key.path, (unsigned)x->key.spec);
+}
+
+static void exchange_follow(exchange_t *x)
+{
+    exchange_log_attach(x, "joined");
+    /* The log's time with the upstream is the time reading the fetch. */
+    x->log->upstream_start_ns = clock_monotonic_ns();
+    x->phase = EXCHANGE_FOLLOW;
+    x->follower = true;
+    exchange_read_fetch(x);
+}
+
+bool exchange_join(exchange_t *x)
+{
+    if (!exchange_coalescible(x))
+        return false;
+    coalesce_fetch_t *led;
+    switch (coalesce_attach(&x->ctx->coalesce, &x->key, &x->reader, exchange_on_fetch, &x->conn->io, false,
+                            &led)) {
+    case COALESCE_JOINED:
+        exchange_follow(x);
+        return true;
+    case COALESCE_FULL:
+        x->may_lead = false;
+        return false;
+    default:
+        return false;
+    }
+}
+
+/* A follower that leaves without having asked the MCS itself saved a
+ * render; one that was served a shared response is a follower served. */
+void exchange_leave_fetch(exchange_t *x, bool fell_back)
+{
+    if (x->peer) {
+        x->peer->peer = NULL;
+        x->peer = NULL;
+    }
+    if (!x->reader.fetch)
+        return;
+    if (x->follower && !fell_back) {
+        metrics_add(&x->ctx->metrics->coalesce_renders_saved, 1);
+        if (x->reader.head_sent)
+            metrics_add(&x->ctx->metrics->coalesce_followers, 1);
+    }
+    x->log->bytes += x->reader.sent;
+    if (x->log->upstream_start_ns && !x->log->upstream_ns && !fell_back)
+        x->log->upstream_ns = clock_monotonic_ns() - x->log->upstream_start_ns;
+    coalesce_reader_leave(&x->reader);
+}
+
+/* The fetch is not shared: ask the MCS as any request would. */
+static void exchange_fall_back(exchange_t *x)
+{
+    exchange_leave_fetch(x, true);
+    /* A follower that joined after taking a slot gave its generation back
+     * with the slot (exchange_release): it asks under the one serving now.
+     * Without this, exchange_send read a NULL generation and the gate
+     * died (t_coalesce's max_body case, under ThreadSanitizer's timing). */
+    if (!x->gen) {
+        x->gen = x->ctx->gen;
+        x->gen->exchanges++;
+    }
+    x->follower = false;
+    x->may_lead = false;
+    conn_reparse_request(x->conn);
+    exchange_upstream_start(x);
+}
+
+void exchange_read_fetch(exchange_t *x)
+{
+    conn_t *c = x->conn;
+    int status;
+    gate_reason_t why;
+    switch (coalesce_reader_pump(&x->reader, http_conn_variant(!conn_will_close(c), false))) {
+    case COALESCE_WAIT_CLIENT:
+        x->log->status = coalesce_status(&x->reader);
+        conn_arm_write(c, true);
+        return;
+    case COALESCE_WAIT_FETCH:
+        if (x->reader.head_sent)
+            x->log->status = coalesce_status(&x->reader);
+        conn_arm_write(c, false);
+        return;
+    case COALESCE_DONE:
+        x->log->status = coalesce_status(&x->reader);
+        exchange_leave_fetch(x, false);
+        conn_response_done(c, CONN_END_COMPLETE);
+        return;
+    case COALESCE_CLIENT_GONE:
+        x->log->reason = gate_reason_name(GATE_REASON_CLIENT_CLOSED);
+        exchange_leave_fetch(x, false);
+        conn_response_done(c, CONN_END_SHORT);
+        return;
+    case COALESCE_CUT:
+        coalesce_failure(&x->reader, &status, &why);
+        x->log->status = status;
+        x->log->reason = gate_reason_name(why);
+        exchange_leave_fetch(x, false);
+        /* Framed by Content-Length: a close leaves the client short. */
+        conn_response_done(c, CONN_END_SHORT);
+        return;
+    case COALESCE_FAILED:
+        coalesce_failure(&x->reader, &status, &why);
+        exchange_leave_fetch(x, false);
+        conn_send_error(c, status, gate_reason_name(why), false);
+        return;
+    case COALESCE_UNSHARED:
+        exchange_fall_back(x);
+        return;
+    }
+}
+
+static void exchange_on_fetch(coalesce_reader_t *r)
+{
+    exchange_read_fetch((exchange_t *)((char *)r - offsetof(exchange_t, reader)));
+}
+
+/* ---- coalescing: the driver ------------------------------------------ */
+
+/* With a slot held: joins a fetch that started meanwhile (the slot goes
+ * back), or starts one, whose driver takes over the slot and the
+ * rewritten request while x reads it. false: go on alone. */
+bool exchange_lead(exchange_t *x)
+{
+    exchange_ctx_t *ctx = x->ctx;
+    x->may_lead = false;
+    coalesce_fetch_t *f;
+    switch (coalesce_attach(&ctx->coalesce, &x->key, &x->reader, exchange_on_fetch, &x->conn->io, true, &f)) {
+    case COALESCE_JOINED:
+        exchange_release(x, false);
+        exchange_follow(x);
+        return true;
+    case COALESCE_LEADS:
+        exchange_log_attach(x, "leads");
+        break;
+    default:
+        return false;
+    }
+    exchange_driver_t *dr = calloc(1, sizeof *dr);
+    if (!dr) {
+        coalesce_fetch_unshare(f, &ctx->coalesce);
+        coalesce_fetch_release(f);
+        coalesce_reader_leave(&x->reader);
+        return false;
+    }
+    exchange_t *d = &dr->x;
+    /* The driver is an exchange of the generation serving now (a reload
+     * changes the next fetch's timeouts, not this one's). */
+    *d = (exchange_t){.ctx = ctx, .log = &dr->log, .buf = x->buf, .len = x->len, .has_slot = x->has_slot,
+                      .fetch = f, .peer = x, .gen = ctx->gen};
+    ctx->gen->exchanges++;
+    relay_init(&d->relay, NULL, NULL, NULL, 0, NULL);
+    evtimer_assign(&dr->ttl_ev, ctx->upstream.base, exchange_on_ttl, d);
+    dr->next = ctx->drivers;
+    if (ctx->drivers)
+        ctx->drivers->prev = dr;
+    ctx->drivers = dr;
+    x->buf = NULL;
+    x->has_slot = false;
+    x->peer = d;
+    x->log->upstream_start_ns = clock_monotonic_ns();
+    x->phase = EXCHANGE_FOLLOW;
+    /* The leader waits like any reader (so a driver that fails at once
+     * reaches it through the wake-up), then the driver starts. */
+    exchange_read_fetch(x);
+    exchange_begin(d);
+    return true;
+}
+
+static exchange_driver_t *driver_of(exchange_t *d)
+{
+    return (exchange_driver_t *)((char *)d - offsetof(exchange_driver_t, x));
+}
+
+/* The driver goes; its fetch lives on as long as readers hold it. */
+static void exchange_driver_end(exchange_t *d)
+{
+    exchange_driver_t *dr = driver_of(d);
+    exchange_ctx_t *ctx = d->ctx;
+    if (d->peer)
+        d->peer->peer = NULL;
+    event_del(&dr->ttl_ev);
+    if (dr->prev)
+        dr->prev->next = dr->next;
+    else
+        ctx->drivers = dr->next;
+    if (dr->next)
+        dr->next->prev = dr->prev;
+    coalesce_fetch_release(d->fetch);
+    if (d->gen)
+        exchange_leave_gen(d);
+    free(dr);
+}
+
+void exchange_driver_fail(exchange_t *d, int status, gate_reason_t why)
+{
+    coalesce_fetch_fail(d->fetch, &d->ctx->coalesce, status, why);
+    exchange_driver_end(d);
+}
+
+void exchange_driver_cut(exchange_t *d, gate_reason_t why)
+{
+    exchange_release(d, false);
+    coalesce_fetch_cut(d->fetch, &d->ctx->coalesce, why);
+    exchange_driver_end(d);
+}
+
+static void exchange_on_ttl(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    exchange_driver_end(arg);
+}
+
+static void exchange_driver_done(exchange_t *d)
+{
+    exchange_driver_t *dr = driver_of(d);
+    exchange_release(d, d->up_reusable);
+    coalesce_fetch_done(d->fetch, &d->ctx->coalesce);
+    uint64_t keep = coalesce_fetch_ttl_left(d->fetch);
+    if (keep == 0) {
+        exchange_driver_end(d);
+        return;
+    }
+    struct timeval tv = clock_timeval(keep);
+    evtimer_add(&dr->ttl_ev, &tv);
+}
+
+/* Reads the body into the fetch until the upstream would block. */
+void exchange_fill(exchange_t *d)
+{
+    exchange_ctx_t *ctx = d->ctx;
+    size_t before = d->body_got;
+    for (;;) {
+        if (d->body_got == d->body_len) {
+            coalesce_fetch_publish(d->fetch, &ctx->coalesce, d->body_got);
+            exchange_driver_done(d);
+            return;
+        }
+        ssize_t n = sockio_read(&d->up->io, d->body + d->body_got, d->body_len - d->body_got);
+        if (n > 0) {
+            d->body_got += (size_t)n;
+            continue;
+        }
+        if (d->body_got > before)
+            coalesce_fetch_publish(d->fetch, &ctx->coalesce, d->body_got);
+        if (n == SOCKIO_WANT_READ) {
+            upstream_arm_read(d->up, true, ctx->tv_response);
+        } else if (n == SOCKIO_WANT_WRITE) {
+            upstream_arm_write(d->up, true, ctx->tv_response);
+        } else {
+            exchange_cut(d, n == 0 ? GATE_REASON_UPSTREAM_CLOSED_EARLY : GATE_REASON_UPSTREAM_READ, true);
+        }
+        return;
+    }
+}
+
+/* The leader's request is answered on its own after all: it takes over
+ * the driver's upstream connection, head and slot, as if it had never
+ * led, so the render is not wasted. */
+static void exchange_hand_over(exchange_t *d, exchange_t *x, const http_response_t *resp, size_t head_len)
+{
+    exchange_leave_fetch(x, true);
+    x->up = d->up;
+    x->buf = d->buf;
+    x->off = d->off;
+    x->len = d->len;
+    x->req_len = d->req_len;
+    x->has_slot = d->has_slot;
+    x->retried = d->retried;
+    x->log->upstream_start_ns = d->log->upstream_start_ns;
+    x->up->data = x;
+    d->up = NULL;
+    d->buf = NULL;
+    d->has_slot = false;
+    x->phase = EXCHANGE_HEAD;
+    exchange_on_head(x, resp, head_len);
+}
+
+/* The head is in, at d->buf + d->off. Shared when framed by a
+ * Content-Length within coalesce.max_body (the MCS always sends one);
+ * otherwise the readers ask on their own, the leader with this very
+ * response. */
+void exchange_share_head(exchange_t *d, const http_response_t *resp, size_t head_len)
+{
+    exchange_ctx_t *ctx = d->ctx;
+    coalesce_fetch_t *f = d->fetch;
+    bool framed = resp->body == HTTP_BODY_LENGTH || resp->body == HTTP_BODY_NONE;
+    size_t body_len = resp->body == HTTP_BODY_LENGTH ? (size_t)resp->content_length : 0;
+    char *body = NULL;
+    if (framed && body_len <= ctx->cfg->coalesce.max_body) {
+        /* The keep-alive head has no Connection line; the close head is
+         * the same with that line before the final CRLF (as
+         * rewrite_response_head puts it): one rendering, two heads, one
+         * after the other in head_out. */
+        size_t close_len;
+        const char *close_line = http_connection_line(HTTP_CONN_CLOSE, &close_len);
+        size_t n = rewrite_response_head(ctx->head_out, ctx->head_out_cap, d->buf + d->off, resp, false,
+                                         HTTP_CONN_KEEP_ALIVE);
+        const char *heads[2] = {ctx->head_out, ctx->head_out + n};
+        size_t lens[2] = {n, n + close_len};
+        if (n && 2 * n + close_len <= ctx->head_out_cap) {
+            char *close_head = ctx->head_out + n;
+            memcpy(close_head, ctx->head_out, n - 2);
+            memcpy(close_head + n - 2, close_line, close_len);
+            memcpy(close_head + n - 2 + close_len, "\r\n", 2);
+            body = coalesce_fetch_shared(f, &ctx->coalesce, resp->status, heads, lens, body_len);
+        }
+    }
+    if (!body) {
+        coalesce_fetch_unshare(f, &ctx->coalesce);
+        exchange_t *leader = d->peer;
+        if (leader)
+            exchange_hand_over(d, leader, resp, head_len);
+        else
+            exchange_release(d, false);
+        exchange_driver_end(d);
+        return;
+    }
+    size_t start = d->off + head_len;
+    size_t came = d->len - start;
+    d->up_reusable = resp->keep_alive && came <= body_len;
+    d->body = body;
+    d->body_len = body_len;
+    d->body_got = came < body_len ? came : body_len;
+    memcpy(body, d->buf + start, d->body_got);
+    buf_pool_put(&ctx->bufs, d->buf);
+    d->buf = NULL;
+    d->phase = EXCHANGE_BODY;
+    exchange_fill(d);
+}
+
+/* Fetches still in flight when the worker's loop ended fail for their
+ * readers on other workers; kept ones are dropped. */
+void exchange_drivers_destroy(exchange_ctx_t *x)
+{
+    while (x->drivers) {
+        exchange_t *d = &x->drivers->x;
+        bool kept = d->body && d->body_got == d->body_len;
+        if (!kept) {
+            exchange_release(d, false);
+            if (d->body)
+                coalesce_fetch_cut(d->fetch, &x->coalesce, GATE_REASON_UPSTREAM_CLOSED_EARLY);
+            else
+                coalesce_fetch_fail(d->fetch, &x->coalesce, 502, GATE_REASON_UPSTREAM_CLOSED);
+        }
+        exchange_driver_end(d);
+    }
+}
