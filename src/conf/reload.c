@@ -31,29 +31,59 @@ static void machines_text(const config_admission_machines_t *m, char *out, size_
                  m->cluster_api ? m->cluster_api_namespace : "off", m->page_size);
 }
 
+static bool same_token_files(const config_admission_token_t *a, const config_admission_token_t *b)
+{
+    if (a->n_files != b->n_files)
+        return false;
+    for (size_t i = 0; i < a->n_files; i++)
+        if (!same_text(a->files[i], b->files[i]))
+            return false;
+    return true;
+}
+
+static bool same_machines(const config_admission_machines_t *a, const config_admission_machines_t *b)
+{
+    if (a->enabled != b->enabled)
+        return false;
+    return !a->enabled || (same_text(a->namespace, b->namespace) && a->cluster_api == b->cluster_api &&
+                           (!a->cluster_api || same_text(a->cluster_api_namespace, b->cluster_api_namespace)) &&
+                           a->page_size == b->page_size);
+}
+
+static bool same_listener_addr(bool a_on, const config_addr_t *a, bool b_on, const config_addr_t *b)
+{
+    return a_on == b_on && (!a_on || strcmp(a->text, b->text) == 0);
+}
+
 int config_restart_needed(const config_t *old, const config_t *new, char *why, size_t len)
 {
-    /* Each row: the key, and the old and new values as text. */
+    /* Each row: the key, whether the values are the same (compared whole:
+     * two lists of paths may differ past what the text below holds), and
+     * the old and new values as text, for the message. */
     struct {
         const char *key;
+        bool same;
         char was[160], now[160];
     } rows[] = {
-        {"workers", "", ""},
-        {"limits.max_header_bytes", "", ""},
-        {"limits.max_headers", "", ""},
-        {"limits.max_uri_bytes", "", ""},
-        {"admin", "", ""},
-        {"metrics", "", ""},
+        {"workers", old->workers == new->workers, "", ""},
+        {"limits.max_header_bytes", old->limits.max_header_bytes == new->limits.max_header_bytes, "", ""},
+        {"limits.max_headers", old->limits.max_headers == new->limits.max_headers, "", ""},
+        {"limits.max_uri_bytes", old->limits.max_uri_bytes == new->limits.max_uri_bytes, "", ""},
+        {"admin", same_listener_addr(old->admin.enabled, &old->admin.addr, new->admin.enabled, &new->admin.addr),
+         "", ""},
+        {"metrics",
+         same_listener_addr(old->metrics.enabled, &old->metrics.addr, new->metrics.enabled, &new->metrics.addr), "",
+         ""},
         /* The admin API's unix socket and credential are opened at start,
          * the held tables sized and timed when the workers start. */
-        {"admin.socket", "", ""},
-        {"admin.token_file", "", ""},
-        {"held.max_clients", "", ""},
-        {"held.forget_after", "", ""},
+        {"admin.socket", same_text(old->admin.socket, new->admin.socket), "", ""},
+        {"admin.token_file", same_text(old->admin.token_file, new->admin.token_file), "", ""},
+        {"held.max_clients", old->held.max_clients == new->held.max_clients, "", ""},
+        {"held.forget_after", old->held.forget_after_ms == new->held.forget_after_ms, "", ""},
         /* The token files are watched from start; their contents reload. */
-        {"admission.token.files", "", ""},
+        {"admission.token.files", same_token_files(&old->admission.token, &new->admission.token), "", ""},
         /* The Machines and Nodes watch starts once, with its settings. */
-        {"admission.machines", "", ""},
+        {"admission.machines", same_machines(&old->admission.machines, &new->admission.machines), "", ""},
     };
     snprintf(rows[0].was, sizeof rows[0].was, "%u", old->workers);
     snprintf(rows[0].now, sizeof rows[0].now, "%u", new->workers);
@@ -80,7 +110,7 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
     machines_text(&old->admission.machines, rows[11].was, sizeof rows[11].was);
     machines_text(&new->admission.machines, rows[11].now, sizeof rows[11].now);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        if (strcmp(rows[i].was, rows[i].now)) {
+        if (!rows[i].same) {
             snprintf(why, len, "%s needs a restart (%s -> %s)", rows[i].key, rows[i].was, rows[i].now);
             return -1;
         }

@@ -66,6 +66,32 @@ Test(reload, restart_only_keys_are_named_with_both_values)
     config_unref(new);
 }
 
+/* The values are compared whole, not as the message's text: two lists of
+ * token files that differ only past its 160 bytes are two lists. */
+Test(reload, long_values_that_differ_past_the_message_text_still_differ)
+{
+    char dir[200], a[1024], b[1024], got[512] = "";
+    memset(dir, 'd', sizeof dir - 1);
+    dir[sizeof dir - 1] = '\0';
+    snprintf(a, sizeof a, "%sadmission:\n  token:\n    files: [/%s/a]\n", BASE, dir);
+    snprintf(b, sizeof b, "%sadmission:\n  token:\n    files: [/%s/b]\n", BASE, dir);
+    config_t *old = parse(a), *new = parse(b);
+    cr_expect_eq(config_restart_needed(old, new, got, sizeof got), -1, "a changed token file was not seen");
+    cr_expect(strncmp(got, "admission.token.files needs a restart (", 39) == 0, "%s", got);
+    config_t *same = parse(a);
+    cr_expect_eq(config_restart_needed(old, same, got, sizeof got), 0, "%s", got);
+    config_unref(old);
+    config_unref(new);
+    config_unref(same);
+    snprintf(a, sizeof a, "%sadmin:\n  token_file: /%s/a\n", BASE, dir);
+    snprintf(b, sizeof b, "%sadmin:\n  token_file: /%s/b\n", BASE, dir);
+    old = parse(a);
+    new = parse(b);
+    cr_expect_eq(config_restart_needed(old, new, got, sizeof got), -1, "a changed admin.token_file was not seen");
+    config_unref(old);
+    config_unref(new);
+}
+
 Test(reload, a_listener_is_the_same_by_address_as_written_and_tls)
 {
     config_listener_t a = {0}, b = {0};
