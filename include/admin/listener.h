@@ -28,6 +28,9 @@ admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, uint64_
 /* GET /config and skewgate_config_reloads_total read *reloads (the main
  * thread's, which must outlive the listener). */
 void admin_set_reloads(admin_t *a, const config_reloads_t *reloads);
+/* A reload changed limits.header_timeout: requests from now on, on the
+ * TCP listener and the socket. */
+void admin_set_request_timeout(admin_t *a, uint64_t request_timeout_ms);
 void admin_free(admin_t *a);
 
 #endif

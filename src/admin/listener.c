@@ -254,6 +254,13 @@ void admin_set_reloads(admin_t *a, const config_reloads_t *reloads)
     a->scrape.reloads = reloads;
 }
 
+void admin_set_request_timeout(admin_t *a, uint64_t request_timeout_ms)
+{
+    serve_set_request_timeout(a->serve, request_timeout_ms);
+    if (a->socket)
+        serve_set_request_timeout(a->socket, request_timeout_ms);
+}
+
 void admin_free(admin_t *a)
 {
     if (!a)

@@ -311,8 +311,7 @@ static serve_t *serve_on_fd(struct event_base *base, int fd, const char *what, c
     }
     s->routes = routes;
     s->arg = arg;
-    s->request_timeout.tv_sec = (time_t)(request_timeout_ms / 1000);
-    s->request_timeout.tv_usec = (suseconds_t)(request_timeout_ms % 1000 * 1000);
+    serve_set_request_timeout(s, request_timeout_ms);
     evhttp_set_bevcb(s->http, serve_conn_new, s);
     /* Every method reaches serve_on_request, which answers 405 itself. */
     evhttp_set_allowed_methods(s->http, 0x1ff);
@@ -411,6 +410,12 @@ serve_t *serve_start_unix(struct event_base *base, const char *path, const char 
 void serve_require_credential(serve_t *s, credential_t *cred)
 {
     s->cred = cred;
+}
+
+void serve_set_request_timeout(serve_t *s, uint64_t request_timeout_ms)
+{
+    s->request_timeout.tv_sec = (time_t)(request_timeout_ms / 1000);
+    s->request_timeout.tv_usec = (suseconds_t)(request_timeout_ms % 1000 * 1000);
 }
 
 void serve_free(serve_t *s)

@@ -56,6 +56,9 @@ serve_t *serve_start_unix(struct event_base *base, const char *path, const char 
  * (borrowed; NULL or never set: refused, 403, telling how to configure
  * one). */
 void serve_require_credential(serve_t *s, credential_t *cred);
+/* A reload's limits.header_timeout: the deadline of each request from
+ * now on (one being read keeps the deadline it has). */
+void serve_set_request_timeout(serve_t *s, uint64_t request_timeout_ms);
 void serve_free(serve_t *s);
 
 void serve_reply(struct evhttp_request *req, int code, const char *reason, const char *type, const char *body,

@@ -145,6 +145,10 @@ static void reload_commit(gate_t *g, reload_plan_t *p)
 {
     verdict_ctl_reconfigure(g->ctl, &p->cfg->enforcement, p->cfg->gate.reject_mode);
     log_set_level(p->cfg->log.level);
+    if (g->admin)
+        admin_set_request_timeout(g->admin, p->cfg->limits.header_timeout_ms);
+    if (g->metrics)
+        metrics_listener_set_request_timeout(g->metrics, p->cfg->limits.header_timeout_ms);
     g->acks_pending = g->n_workers;
     for (unsigned w = 0; w < g->n_workers; w++) {
         worker_publish_reload(&g->workers[w], p->msgs[w]);

@@ -4,7 +4,7 @@
 # (action=admit&action=reject), each with a 400 that says why, and the
 # verdict unchanged. A client trickling its request a byte at a time is cut
 # at limits.header_timeout, on the admin and the metrics listener, while
-# others are served.
+# others are served; a reload's header_timeout applies to them too.
 . "$(dirname "$0")/lib.sh"
 
 certs
@@ -76,5 +76,23 @@ t0 = time.monotonic()
 assert s.recv(4096) == b""   # closed at the deadline, about 1 s after the last answer
 assert 0.8 <= time.monotonic() - t0 <= 2.5, time.monotonic() - t0
 PY
+note "a reload to header_timeout 3s: the admin and metrics listeners cut at 3 s from now on"
+sed -i 's/^  header_timeout: 1s$/  header_timeout: 3s/' "$TMP/gate.yaml"
+grep -q '^  header_timeout: 3s$' "$TMP/gate.yaml" || fail "the config was not rewritten"
+reloads() { curl -sf "$ADMIN/config" | sed -n 's/^ *"success": \([0-9]*\).*/\1/p'; }
+reloaded() { [ "$(reloads)" = 1 ]; }
+kill -HUP "$GATE_PID"
+wait_until 10 reloaded || fail "the reload was not counted: $(curl -s "$ADMIN/config")"
+for port in "${ADMIN_ADDR#*:}" "$METRICS_PORT"; do
+  python3 "$ROOT/tests/integration/trickle.py" "$port" --conns 5 --gap 0.2 --limit 8 >"$TMP/trickle.json" ||
+    fail "trickle.py on port $port"
+  python3 - "$TMP/trickle.json" <<'PY' || fail "port $port after the reload: $(cat "$TMP/trickle.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+# before the fix the listeners kept the 1 s they were started with
+assert r["open"] == 0 and r["closed"] == 5, r
+assert 2.5 <= r["min"] and r["max"] <= 5.0, r
+PY
+done
 gate_stop
 echo PASS
