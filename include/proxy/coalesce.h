@@ -30,6 +30,7 @@
 #include "conf/config.h"
 #include "http/connection.h"
 #include "os/sockio.h"
+#include "os/wakeup.h"
 #include "proxy/reason.h"
 
 /* The longest clean path that is coalesced: a pool path is "/config/" and
@@ -49,13 +50,12 @@ typedef struct coalesce_link {
 } coalesce_link_t;
 
 /* One worker's side: its wake-up and its readers waiting for body bytes.
- * Touched by its own thread only, but for `poked` and the eventfd. */
+ * Touched by its own thread only, but for the wake-up. */
 typedef struct coalesce_worker {
     const config_coalesce_t *cfg;
     struct event_base *base;
     struct event wake_ev;
-    int wake_fd;
-    _Atomic bool poked;             /* a wake-up is pending */
+    wakeup_t wake;                  /* rung by drivers on other workers */
     unsigned index;                 /* in the table's list of workers */
     coalesce_link_t waiting;        /* readers caught up with their fetch */
 } coalesce_worker_t;

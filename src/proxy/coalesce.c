@@ -3,8 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/eventfd.h>
 #include <event2/event.h>
 
 #include "core/clock.h"
@@ -93,10 +91,8 @@ static void coalesce_on_wake(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
     coalesce_worker_t *cw = arg;
-    atomic_store_explicit(&cw->poked, false, memory_order_seq_cst);
-    uint64_t count;
-    ssize_t n = read(fd, &count, sizeof count);
-    (void)n;
+    (void)fd;
+    wakeup_consume(&cw->wake);
     coalesce_link_t woken;
     link_init(&woken);
     if (cw->waiting.next != &cw->waiting) {
@@ -116,15 +112,12 @@ static void coalesce_on_wake(evutil_socket_t fd, short what, void *arg)
 
 static void coalesce_poke(coalesce_worker_t *cw, const coalesce_worker_t *self)
 {
-    if (atomic_exchange_explicit(&cw->poked, true, memory_order_seq_cst))
+    if (!wakeup_claim(&cw->wake))
         return;
-    if (cw == self) {
+    if (cw == self)
         event_active(&cw->wake_ev, EV_READ, 0);
-        return;
-    }
-    uint64_t one = 1;
-    ssize_t n = write(cw->wake_fd, &one, sizeof one);
-    (void)n;
+    else
+        wakeup_signal(&cw->wake);
 }
 
 /* After the fetch moved on (state or published released before). */
@@ -149,12 +142,11 @@ int coalesce_worker_init(coalesce_worker_t *cw, struct event_base *base, const c
     cw->cfg = cfg;
     cw->base = base;
     link_init(&cw->waiting);
-    cw->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (cw->wake_fd < 0) {
+    if (wakeup_init(&cw->wake) < 0) {
         snprintf(err, errlen, "coalesce: eventfd: %s", strerror(errno));
         return -1;
     }
-    event_assign(&cw->wake_ev, base, cw->wake_fd, EV_READ | EV_PERSIST, coalesce_on_wake, cw);
+    event_assign(&cw->wake_ev, base, wakeup_fd(&cw->wake), EV_READ | EV_PERSIST, coalesce_on_wake, cw);
     event_add(&cw->wake_ev, NULL);
     pthread_mutex_lock(&table_lock);
     unsigned i = 0;
@@ -166,8 +158,7 @@ int coalesce_worker_init(coalesce_worker_t *cw, struct event_base *base, const c
     if (i == CONFIG_MAX_WORKERS) {
         snprintf(err, errlen, "coalesce: more than %d workers", CONFIG_MAX_WORKERS);
         event_del(&cw->wake_ev);
-        close(cw->wake_fd);
-        cw->wake_fd = -1;
+        wakeup_close(&cw->wake);
         return -1;
     }
     cw->index = i;
@@ -176,14 +167,13 @@ int coalesce_worker_init(coalesce_worker_t *cw, struct event_base *base, const c
 
 void coalesce_worker_destroy(coalesce_worker_t *cw)
 {
-    if (cw->wake_fd < 0 || !cw->base)
+    if (cw->wake.fd < 0 || !cw->base)
         return;
     pthread_mutex_lock(&table_lock);
     atomic_store_explicit(&workers[cw->index], NULL, memory_order_release);
     pthread_mutex_unlock(&table_lock);
     event_del(&cw->wake_ev);
-    close(cw->wake_fd);
-    cw->wake_fd = -1;
+    wakeup_close(&cw->wake);
 }
 
 /* ---- the table --------------------------------------------------------- */
