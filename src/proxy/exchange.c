@@ -43,8 +43,12 @@ static exchange_gen_t *exchange_gen_new(config_t *cfg)
     return g;
 }
 
-static void exchange_gen_free(exchange_gen_t *g)
+/* The debug log tells when an old generation goes (t_reload_generations
+ * waits on it). */
+static void exchange_gen_free(exchange_gen_t *g, const char *when)
 {
+    if (when && log_enabled(LOG_DEBUG))
+        log_msg(LOG_DEBUG, "config_generation_freed", "the configuration before a reload is freed %s", when);
     config_unref(g->cfg);
     free(g);
 }
@@ -99,7 +103,7 @@ int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream
         return -1;
     exchange_gen_t *old = x->gen;
     if (old->exchanges == 0) {
-        exchange_gen_free(old);
+        exchange_gen_free(old, "at once: no exchange holds it");
     } else {
         old->next = x->retired;
         x->retired = old;
@@ -128,7 +132,7 @@ void exchange_leave_gen(exchange_t *x)
             *at = g->next;
             break;
         }
-    exchange_gen_free(g);
+    exchange_gen_free(g, "with the last exchange that held it");
 }
 
 void exchange_ctx_stop(exchange_ctx_t *x)
@@ -150,10 +154,10 @@ void exchange_ctx_destroy(exchange_ctx_t *x)
     while (x->retired) {
         exchange_gen_t *g = x->retired;
         x->retired = g->next;
-        exchange_gen_free(g);
+        exchange_gen_free(g, NULL);
     }
     if (x->gen)
-        exchange_gen_free(x->gen);
+        exchange_gen_free(x->gen, NULL);
 }
 
 /* ---- the end of an exchange ------------------------------------------ */

@@ -111,6 +111,14 @@ void exchange_leave_fetch(exchange_t *x, bool fell_back)
     if (x->log->upstream_start_ns && !x->log->upstream_ns && !fell_back)
         x->log->upstream_ns = clock_monotonic_ns() - x->log->upstream_start_ns;
     coalesce_reader_leave(&x->reader);
+    /* A reader that is done gives its generation back here: it never
+     * reaches exchange_release, and the next request on its connection
+     * starts a new exchange over this one. Without this every coalesced
+     * request kept its generation alive, and each reload left the old
+     * configuration in memory for good. One that goes on asking the
+     * upstream (falling back, handed over) keeps it. */
+    if (!fell_back && x->gen)
+        exchange_leave_gen(x);
 }
 
 /* The fetch is not shared: ask the MCS as any request would. */
