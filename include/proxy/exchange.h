@@ -59,6 +59,9 @@ typedef struct exchange_ctx {
     struct timeval tv_response_own; /* shared_timeout's fallback */
     coalesce_worker_t coalesce;     /* this worker's readers of shared fetches */
     struct exchange_driver *drivers;    /* the fetches this worker drives (or keeps for coalesce.ttl) */
+    unsigned fetches_driven;            /* of those, the ones still filling their body */
+    void (*on_idle)(void *arg);         /* exchange_ctx_stop's */
+    void *on_idle_arg;
 } exchange_ctx_t;
 
 /* n_workers shares the gate's caps out; limits (the worker's, shared with
@@ -72,8 +75,15 @@ int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, config_t *cfg,
  * The buffer sizes (limits.max_header_bytes, max_headers) must not have
  * changed. 0, or -1 (out of memory) with nothing changed. */
 int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream_tls, bool new_peer);
-/* Stopping: idle upstream connections close, none is kept after use. */
-void exchange_ctx_stop(exchange_ctx_t *x);
+/* Stopping: idle upstream connections close, none is kept after use.
+ * A fetch this worker drives may have readers on other workers: while
+ * one is in flight (exchange_ctx_busy), the worker's loop must run on;
+ * on_idle(arg) is called when the last lands. */
+void exchange_ctx_stop(exchange_ctx_t *x, void (*on_idle)(void *arg), void *arg);
+static inline bool exchange_ctx_busy(const exchange_ctx_t *x)
+{
+    return x->fetches_driven > 0;
+}
 void exchange_ctx_destroy(exchange_ctx_t *x);
 
 typedef struct exchange {
@@ -110,6 +120,9 @@ void exchange_start(exchange_t *x, struct conn *c, exchange_ctx_t *ctx, request_
 void exchange_abort(exchange_t *x);
 /* The client became writable while the body is relayed. */
 void exchange_on_client_writable(exchange_t *x);
+/* The client took nothing for limits.send_timeout: the response is cut
+ * (the connection closes) and logged with ClientSendTimeout. */
+void exchange_client_stalled(exchange_t *x);
 /* The connection's queue deadline passed while waiting for a slot. */
 void exchange_queue_timeout(exchange_t *x);
 

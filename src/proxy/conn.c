@@ -219,7 +219,8 @@ void conn_close(conn_t *c)
     s->n_open--;
     metrics_conn_closed(&w->metrics, c->tls);
     atomic_fetch_sub_explicit(&worker_total_conns, 1, memory_order_relaxed);
-    if (w->stopping && s->n_open == 0)
+    /* A fetch driven here for readers elsewhere keeps the loop too. */
+    if (w->stopping && s->n_open == 0 && !exchange_ctx_busy(&w->exchange))
         event_base_loopexit(w->base, NULL);
 }
 
@@ -731,7 +732,15 @@ static void conn_on_write(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     conn_t *c = arg;
     if (what & EV_TIMEOUT) {
-        /* The client stopped reading for send_timeout. */
+        /* The client stopped reading for send_timeout: the request is
+         * logged (it was not, and a cut client vanished from the access
+         * log and the request metrics), then the connection closes. */
+        if (c->state == CONN_EXCHANGE) {
+            exchange_client_stalled(&c->exchange);
+            return;
+        }
+        if (c->state == CONN_WRITE_LOCAL)
+            conn_log_request(c);
         conn_close(c);
         return;
     }

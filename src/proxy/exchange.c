@@ -135,13 +135,16 @@ void exchange_leave_gen(exchange_t *x)
     exchange_gen_free(g, "with the last exchange that held it");
 }
 
-void exchange_ctx_stop(exchange_ctx_t *x)
+void exchange_ctx_stop(exchange_ctx_t *x, void (*on_idle)(void *arg), void *arg)
 {
+    x->on_idle = on_idle;
+    x->on_idle_arg = arg;
     upstream_pool_close(&x->upstream);
 }
 
 void exchange_ctx_destroy(exchange_ctx_t *x)
 {
+    x->on_idle = NULL;     /* the loop is over */
     exchange_drivers_destroy(x);
     coalesce_worker_destroy(&x->coalesce);
     upstream_pool_destroy(&x->upstream);
@@ -560,6 +563,17 @@ void exchange_on_client_writable(exchange_t *x)
         exchange_pump(x);
     else
         conn_arm_write(x->conn, false);
+}
+
+void exchange_client_stalled(exchange_t *x)
+{
+    if (x->phase == EXCHANGE_FOLLOW) {
+        x->log->reason = gate_reason_name(GATE_REASON_CLIENT_SEND_TIMEOUT);
+        exchange_leave_fetch(x, false);
+        conn_response_done(x->conn, CONN_END_SHORT);
+        return;
+    }
+    exchange_cut(x, GATE_REASON_CLIENT_SEND_TIMEOUT, false);
 }
 
 /* ---- what the upstream connection reports ---------------------------- */

@@ -22,6 +22,7 @@ typedef struct exchange_driver {
     request_log_t log;
     struct event ttl_ev;
     struct exchange_driver *prev, *next;    /* ctx->drivers */
+    bool in_flight;                         /* counted in ctx->fetches_driven */
 } exchange_driver_t;
 
 static void exchange_on_fetch(coalesce_reader_t *r);
@@ -61,7 +62,8 @@ static bool exchange_coalescible(exchange_t *x)
 static void exchange_log_attach(const exchange_t *x, const char *how)
 {
     if (log_enabled(LOG_DEBUG))
-        log_msg(LOG_DEBUG, "coalesce", "%s %s spec %u", how, x->key.path, (unsigned)x->key.spec);
+        log_msg(LOG_DEBUG, "coalesce", "%s %s spec %u on worker %u", how, x->key.path, (unsigned)x->key.spec,
+                x->ctx->coalesce.index);
 }
 
 static void exchange_follow(exchange_t *x)
@@ -228,6 +230,8 @@ bool exchange_lead(exchange_t *x)
     if (ctx->drivers)
         ctx->drivers->prev = dr;
     ctx->drivers = dr;
+    dr->in_flight = true;
+    ctx->fetches_driven++;
     x->buf = NULL;
     x->has_slot = false;
     x->peer = d;
@@ -245,11 +249,25 @@ static exchange_driver_t *driver_of(exchange_t *d)
     return (exchange_driver_t *)((char *)d - offsetof(exchange_driver_t, x));
 }
 
+/* The fetch has its whole body, or failed: readers on other workers no
+ * longer need this worker's loop. The last one lets a stopping worker go
+ * (exchange_ctx_stop). */
+static void exchange_driver_landed(exchange_driver_t *dr)
+{
+    exchange_ctx_t *ctx = dr->x.ctx;
+    if (!dr->in_flight)
+        return;
+    dr->in_flight = false;
+    if (--ctx->fetches_driven == 0 && ctx->on_idle)
+        ctx->on_idle(ctx->on_idle_arg);
+}
+
 /* The driver goes; its fetch lives on as long as readers hold it. */
 static void exchange_driver_end(exchange_t *d)
 {
     exchange_driver_t *dr = driver_of(d);
     exchange_ctx_t *ctx = d->ctx;
+    exchange_driver_landed(dr);
     if (d->peer)
         d->peer->peer = NULL;
     event_del(&dr->ttl_ev);
@@ -290,6 +308,7 @@ static void exchange_driver_done(exchange_t *d)
     exchange_driver_t *dr = driver_of(d);
     exchange_release(d, d->up_reusable);
     coalesce_fetch_done(d->fetch, &d->ctx->coalesce);
+    exchange_driver_landed(dr);
     uint64_t keep = coalesce_fetch_ttl_left(d->fetch);
     if (keep == 0) {
         exchange_driver_end(d);

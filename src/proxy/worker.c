@@ -70,6 +70,14 @@ static void worker_on_accept(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* A stopping worker's last fetch for other workers' readers landed. */
+static void worker_on_exchange_idle(void *arg)
+{
+    worker_t *w = arg;
+    if (w->conns.n_open == 0)
+        event_base_loopexit(w->base, NULL);
+}
+
 static void worker_stop_now(worker_t *w)
 {
     if (w->stopping)
@@ -81,13 +89,13 @@ static void worker_stop_now(worker_t *w)
         close(w->listeners[i].fd);
         w->listeners[i].fd = -1;
     }
-    exchange_ctx_stop(&w->exchange);
+    exchange_ctx_stop(&w->exchange, worker_on_exchange_idle, w);
     /* Connections idle between requests close now; the others when their
      * response is written (keep-alive is off once stopping). */
     struct timeval tv = clock_timeval(w->cfg->limits.drain_timeout_ms);
     event_base_loopexit(w->base, &tv);
     conn_close_idle(&w->conns);
-    if (w->conns.n_open == 0)
+    if (w->conns.n_open == 0 && !exchange_ctx_busy(&w->exchange))
         event_base_loopexit(w->base, NULL);
 }
 

@@ -27,6 +27,8 @@
            keeping the connection open, once the file named by the last
            path segment of its target exists in --release-dir; writes the
            target to --count-file (the test sees which path got there)
+  split    as gated, but sends the head and the first --split-bytes of the
+           body once NAME exists, and the rest once NAME.rest exists
 With --release-file, the modes file, cut and drop answer a request only
 once that file exists (the test decides when an upstream fetch ends).
   reset-head  sends half a 200 head, then resets the connection
@@ -82,7 +84,7 @@ def serve_echo(conn, count_file, release_file, once=False):
                 time.sleep(0.01)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
 
-def serve_gated(conn, count_file, args):
+def serve_gated(conn, count_file, args, split=None):
     body = open(args.file, "rb").read()
     while True:
         data = read_head(conn)
@@ -92,11 +94,19 @@ def serve_gated(conn, count_file, args):
         with open(count_file, "a") as f:
             f.write(target + "\n")
         gate = os.path.join(args.release_dir, target.rstrip("/").rsplit("/", 1)[-1])
-        deadline = time.monotonic() + 60
-        while not os.path.exists(gate) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-                     % len(body) + body)
+        wait_for(gate)
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+        if split is None:
+            conn.sendall(head + body)
+            continue
+        conn.sendall(head + body[:split])
+        wait_for(gate + ".rest")
+        conn.sendall(body[split:])
+
+def wait_for(path):
+    deadline = time.monotonic() + 60
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 def serve(conn, mode, count_file, args):
     try:
@@ -205,12 +215,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["stall", "cut", "chunked", "interim", "bighead", "echo", "once", "unframed", "unframed-reset",
                                      "trickle-head", "stall-body", "file", "drop", "reset-head", "extra-bytes",
-                                     "chunked-cut", "trickle-body", "gated"], required=True)
+                                     "chunked-cut", "trickle-body", "gated", "split"], required=True)
     ap.add_argument("--file")
     ap.add_argument("--cut-file")
     ap.add_argument("--head-bytes", type=int, default=12288)
     ap.add_argument("--release-file")
     ap.add_argument("--release-dir")
+    ap.add_argument("--split-bytes", type=int)
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--count-file")
     a = ap.parse_args()
@@ -226,8 +237,9 @@ def main():
         if a.mode in ("echo", "once"):
             threading.Thread(target=serve_echo, args=(c, a.count_file, a.release_file, a.mode == "once"),
                              daemon=True).start()
-        elif a.mode == "gated":
-            threading.Thread(target=serve_gated, args=(c, a.count_file, a), daemon=True).start()
+        elif a.mode in ("gated", "split"):
+            threading.Thread(target=serve_gated, args=(c, a.count_file, a, a.split_bytes if a.mode == "split" else None),
+                             daemon=True).start()
         else:
             threading.Thread(target=serve, args=(c, a.mode, a.count_file, a), daemon=True).start()
 
