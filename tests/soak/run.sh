@@ -51,7 +51,9 @@ python3 - "$PLAIN_PORT" "$SOAK_CLIENTS" "$SOAK_SECONDS" "$expected_size" >"$SOAK
 import http.client, sys, threading, time
 port, clients, secs, size = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 lock = threading.Lock()
-counts = {"admitted": 0, "held": 0, "502/503/504 other": 0, "cut (error seen)": 0, "refused": 0, "truncated as complete": 0}
+counts = {"admitted": 0, "held": 0, "502/503/504 other": 0, "cut (error seen)": 0, "refused or reset": 0,
+          "no answer in 30 s": 0, "truncated as complete": 0}
+errors = {}
 def add(k):
     with lock:
         counts[k] += 1
@@ -75,14 +77,22 @@ def client():
                 c.close(); c = None
         except http.client.IncompleteRead:
             add("cut (error seen)"); c.close(); c = None
-        except (OSError, http.client.HTTPException):
-            add("refused"); c = None; time.sleep(0.2)
+        except TimeoutError:
+            # a request the gate never answered: a hang, not a fault it
+            # reported (coalesce.c's lost wake-up looked like this)
+            add("no answer in 30 s"); c.close(); c = None
+        except (OSError, http.client.HTTPException) as e:
+            add("refused or reset")
+            with lock:
+                errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
+            c = None; time.sleep(0.2)
         time.sleep(0.05)
 ts = [threading.Thread(target=client) for _ in range(clients)]
 for t in ts: t.start()
 for t in ts: t.join()
 for k, v in counts.items():
     print("%s: %d" % (k, v))
+print("refused or reset, by error: %s" % (", ".join("%s %d" % kv for kv in sorted(errors.items())) or "none"))
 PY
 traffic=$!
 PIDS+=($traffic)
@@ -145,6 +155,7 @@ print("samples: %d; RSS KiB first %d, max %d, last %d (second half min %d max %d
 PY
 } | tee "$SOAK_OUT/summary.txt"
 grep -q '^truncated as complete: 0$' "$SOAK_OUT/summary.txt" || die "a truncated body was presented as complete"
+grep -q '^no answer in 30 s: 0$' "$SOAK_OUT/summary.txt" || die "a request hung (no answer in 30 s)"
 [ "$gate_rc" = 0 ] || die "the gate exited $gate_rc (a crash, a leak or a memcheck error)"
 grep -q '^sanitizer reports: 0$' "$SOAK_OUT/summary.txt" || die "sanitizer reports"
 echo PASS
