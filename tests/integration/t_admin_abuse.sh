@@ -44,8 +44,20 @@ grep -q 'twice' "$TMP/answer" || fail "the refusal does not say why: $(cat "$TMP
 note "a request trickled a byte every 200 ms is cut at header_timeout (1 s)"
 # Before the fix evhttp's idle timeout (10 s, restarted by every byte) kept
 # such a connection open for as long as the client liked.
+# trickled PORT CONNS LIMIT MIN MAX: CONNS connections trickling their
+# request to PORT are all closed, each MIN to MAX seconds after the accept.
+trickled() {
+  python3 "$ROOT/tests/integration/trickle.py" "$1" --conns "$2" --gap 0.2 --limit "$3" >"$TMP/trickle.$1.json" ||
+    fail "trickle.py on port $1"
+  python3 - "$TMP/trickle.$1.json" "$2" "$4" "$5" <<'PY' || fail "port $1: the trickled connections: $(cat "$TMP/trickle.$1.json")"
+import json, sys
+r, n, lo, hi = json.load(open(sys.argv[1])), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+assert r["open"] == 0 and r["closed"] == n, r
+assert lo <= r["min"] and r["max"] <= hi, r
+PY
+}
 for port in "${ADMIN_ADDR#*:}" "$METRICS_PORT"; do
-  python3 "$ROOT/tests/integration/trickle.py" "$port" --conns 20 --gap 0.2 --limit 6 >"$TMP/trickle.json" &
+  trickled "$port" 20 6 0.9 2.5 &
   trickler=$!
   PIDS+=("$trickler")
   # meanwhile others are served
@@ -53,13 +65,7 @@ for port in "${ADMIN_ADDR#*:}" "$METRICS_PORT"; do
     [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port/healthz")" = 200 ] ||
       fail "port $port stopped serving during the trickle"
   done
-  wait "$trickler"
-  python3 - "$TMP/trickle.json" <<'PY' || fail "port $port: the trickled connections: $(cat "$TMP/trickle.json")"
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["open"] == 0 and r["closed"] == 20, r
-assert 0.9 <= r["min"] and r["max"] <= 2.5, r
-PY
+  wait "$trickler" || fail "port $port: the trickled connections"
 done
 
 note "keep-alive: each request gets the whole deadline again, an idle connection is closed at it"
@@ -83,16 +89,9 @@ reloads() { curl -sf "$ADMIN/config" | sed -n 's/^ *"success": \([0-9]*\).*/\1/p
 reloaded() { [ "$(reloads)" = 1 ]; }
 kill -HUP "$GATE_PID"
 wait_until 10 reloaded || fail "the reload was not counted: $(curl -s "$ADMIN/config")"
-for port in "${ADMIN_ADDR#*:}" "$METRICS_PORT"; do
-  python3 "$ROOT/tests/integration/trickle.py" "$port" --conns 5 --gap 0.2 --limit 8 >"$TMP/trickle.json" ||
-    fail "trickle.py on port $port"
-  python3 - "$TMP/trickle.json" <<'PY' || fail "port $port after the reload: $(cat "$TMP/trickle.json")"
-import json, sys
-r = json.load(open(sys.argv[1]))
 # before the fix the listeners kept the 1 s they were started with
-assert r["open"] == 0 and r["closed"] == 5, r
-assert 2.5 <= r["min"] and r["max"] <= 5.0, r
-PY
+for port in "${ADMIN_ADDR#*:}" "$METRICS_PORT"; do
+  trickled "$port" 5 8 2.5 5.0
 done
 gate_stop
 echo PASS
