@@ -739,8 +739,10 @@ static void conn_on_write(evutil_socket_t fd, short what, void *arg)
             exchange_client_stalled(&c->exchange);
             return;
         }
-        if (c->state == CONN_WRITE_LOCAL)
+        if (c->state == CONN_WRITE_LOCAL) {
+            c->log.reason = gate_reason_name(GATE_REASON_CLIENT_SEND_TIMEOUT);
             conn_log_request(c);
+        }
         conn_close(c);
         return;
     }

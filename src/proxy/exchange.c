@@ -567,13 +567,18 @@ void exchange_on_client_writable(exchange_t *x)
 
 void exchange_client_stalled(exchange_t *x)
 {
-    if (x->phase == EXCHANGE_FOLLOW) {
-        x->log->reason = gate_reason_name(GATE_REASON_CLIENT_SEND_TIMEOUT);
+    x->log->reason = gate_reason_name(GATE_REASON_CLIENT_SEND_TIMEOUT);
+    if (x->phase == EXCHANGE_FOLLOW && x->reader.fetch) {
         exchange_leave_fetch(x, false);
         conn_response_done(x->conn, CONN_END_SHORT);
-        return;
+    } else if (x->phase == EXCHANGE_BODY) {
+        exchange_cut(x, GATE_REASON_CLIENT_SEND_TIMEOUT, false);
+    } else {
+        /* Nothing of the response written yet (a write armed by a TLS
+         * read, say): the connection goes, and the exchange with it,
+         * out of the slot queue too. */
+        conn_close(x->conn);
     }
-    exchange_cut(x, GATE_REASON_CLIENT_SEND_TIMEOUT, false);
 }
 
 /* ---- what the upstream connection reports ---------------------------- */
