@@ -88,6 +88,11 @@ void serve_require_credential(serve_t *s, credential_t *cred)
     (void)s, (void)cred;
     abort();
 }
+void serve_set_request_timeout(serve_t *s, uint64_t request_timeout_ms)
+{
+    (void)s, (void)request_timeout_ms;
+    abort();
+}
 void serve_free(serve_t *s)
 {
     (void)s;
