@@ -120,6 +120,13 @@ static void metrics_head(FILE *f, const char *name, const char *type, const char
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A series of one sample: its head, then its value. */
+static void metrics_render_value(FILE *f, const char *name, const char *type, const char *help, uint64_t value)
+{
+    metrics_head(f, name, type, help);
+    fprintf(f, "%s %" PRIu64 "\n", name, value);
+}
+
 typedef struct pool_sum {
     const char *name;
     uint64_t n[REQUEST__DECISIONS][METRICS_N_CODES];
@@ -246,11 +253,10 @@ static void metrics_render_upstream(FILE *f, const metrics_worker_t *const *work
 
 static void metrics_render_evidence(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
 {
-    metrics_head(f, "skewgate_evidence_held_total", "counter",
-                 "Gated requests answered as reject.mode says because the node's Ignition asked for a spec "
-                 "older than evidence.min_spec (reason ClientBootImageTooOld).");
-    fprintf(f, "skewgate_evidence_held_total %" PRIu64 "\n",
-            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, evidence_held)));
+    metrics_render_value(f, "skewgate_evidence_held_total", "counter",
+                         "Gated requests answered as reject.mode says because the node's Ignition asked for a spec "
+                         "older than evidence.min_spec (reason ClientBootImageTooOld).",
+                         metrics_sum(workers, n_workers, offsetof(metrics_worker_t, evidence_held)));
 }
 
 static void metrics_render_connections(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
@@ -260,13 +266,11 @@ static void metrics_render_connections(FILE *f, const metrics_worker_t *const *w
             metrics_sum(workers, n_workers, offsetof(metrics_worker_t, open_tls)));
     fprintf(f, "skewgate_connections{state=\"plain\"} %" PRIu64 "\n",
             metrics_sum(workers, n_workers, offsetof(metrics_worker_t, open_plain)));
-    metrics_head(f, "skewgate_connections_accepted_total", "counter", "Client connections accepted.");
-    fprintf(f, "skewgate_connections_accepted_total %" PRIu64 "\n",
-            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, accepted)));
-    metrics_head(f, "skewgate_connections_refused_total", "counter",
-                 "Client connections closed at once because limits.max_connections were open.");
-    fprintf(f, "skewgate_connections_refused_total %" PRIu64 "\n",
-            metrics_sum(workers, n_workers, offsetof(metrics_worker_t, refused_over_limit)));
+    metrics_render_value(f, "skewgate_connections_accepted_total", "counter", "Client connections accepted.",
+                         metrics_sum(workers, n_workers, offsetof(metrics_worker_t, accepted)));
+    metrics_render_value(f, "skewgate_connections_refused_total", "counter",
+                         "Client connections closed at once because limits.max_connections were open.",
+                         metrics_sum(workers, n_workers, offsetof(metrics_worker_t, refused_over_limit)));
 }
 
 static void metrics_render_admission(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
@@ -280,22 +284,14 @@ static void metrics_render_admission(FILE *f, const metrics_worker_t *const *wor
                                                     r * sizeof(metrics_counter_t)));
 }
 
-/* A counter that is one sum over the workers, at byte offset off. */
-static void metrics_render_total(FILE *f, const char *name, const char *help, const metrics_worker_t *const *workers,
-                                 size_t n_workers, size_t off)
-{
-    metrics_head(f, name, "counter", help);
-    fprintf(f, "%s %" PRIu64 "\n", name, metrics_sum(workers, n_workers, off));
-}
-
 static void metrics_render_coalesce(FILE *f, const metrics_worker_t *const *workers, size_t n_workers)
 {
-    metrics_render_total(f, "skewgate_coalesce_followers_total",
-                         "Requests answered from another request's upstream fetch (coalesce).", workers, n_workers,
-                         offsetof(metrics_worker_t, coalesce_followers));
-    metrics_render_total(f, "skewgate_coalesce_renders_saved_total",
+    metrics_render_value(f, "skewgate_coalesce_followers_total", "counter",
+                         "Requests answered from another request's upstream fetch (coalesce).",
+                         metrics_sum(workers, n_workers, offsetof(metrics_worker_t, coalesce_followers)));
+    metrics_render_value(f, "skewgate_coalesce_renders_saved_total", "counter",
                          "Upstream requests (MCS renders) not made because a request joined a shared fetch.",
-                         workers, n_workers, offsetof(metrics_worker_t, coalesce_renders_saved));
+                         metrics_sum(workers, n_workers, offsetof(metrics_worker_t, coalesce_renders_saved)));
 }
 
 static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
@@ -313,9 +309,8 @@ static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
     metrics_head(f, "skewgate_source_last_sync_timestamp_seconds", "gauge",
                  "When the verdict source last confirmed its view (Unix time; 0: never).");
     fprintf(f, "skewgate_source_last_sync_timestamp_seconds %.3f\n", g->source_last_sync);
-    metrics_head(f, "skewgate_source_reconnects_total", "counter",
-                 "Times the verdict source reconnected after an error.");
-    fprintf(f, "skewgate_source_reconnects_total %" PRIu64 "\n", g->source_reconnects);
+    metrics_render_value(f, "skewgate_source_reconnects_total", "counter",
+                         "Times the verdict source reconnected after an error.", g->source_reconnects);
     metrics_head(f, "skewgate_config_reloads_total", "counter",
                  "Configuration reloads (SIGHUP): taken by every worker, or refused (the running one kept).");
     fprintf(f, "skewgate_config_reloads_total{result=\"success\"} %" PRIu64 "\n", g->reloads_success);
@@ -355,12 +350,11 @@ static int metrics_render_held(FILE *f, const held_view_t *h)
         fprintf(f, "\"} %" PRIu64 "\n", series[k].n);
     }
     free(series);
-    metrics_head(f, "skewgate_admitted_after_hold_total", "counter",
-                 "Held clients that later got their config.");
-    fprintf(f, "skewgate_admitted_after_hold_total %" PRIu64 "\n", h->admitted_after_hold);
-    metrics_head(f, "skewgate_held_overflow_total", "counter",
-                 "Held requests not recorded because the held table (held.max_clients) had no room.");
-    fprintf(f, "skewgate_held_overflow_total %" PRIu64 "\n", h->overflow);
+    metrics_render_value(f, "skewgate_admitted_after_hold_total", "counter",
+                         "Held clients that later got their config.", h->admitted_after_hold);
+    metrics_render_value(f, "skewgate_held_overflow_total", "counter",
+                         "Held requests not recorded because the held table (held.max_clients) had no room.",
+                         h->overflow);
     return 0;
 }
 
