@@ -567,8 +567,8 @@ void exchange_on_client_writable(exchange_t *x)
 
 void exchange_client_stalled(exchange_t *x)
 {
-    x->log->reason = gate_reason_name(GATE_REASON_CLIENT_SEND_TIMEOUT);
     if (x->phase == EXCHANGE_FOLLOW && x->reader.fetch) {
+        x->log->reason = gate_reason_name(GATE_REASON_CLIENT_SEND_TIMEOUT);
         exchange_leave_fetch(x, false);
         conn_response_done(x->conn, CONN_END_SHORT);
     } else if (x->phase == EXCHANGE_BODY) {
