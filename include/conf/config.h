@@ -191,13 +191,15 @@ typedef struct config_admission_token {
     size_t n_files;
 } config_admission_token_t;
 
-/* Collapsed forwarding (proxy/coalesce.h): concurrent admitted GETs for
- * the same pool path and spec share one upstream fetch. */
+/* Collapsed forwarding (proxy/coalesce.h): concurrent admitted GETs whose
+ * forwarded request line and Accept bytes are the same share one
+ * upstream fetch. */
 typedef struct config_coalesce {
     bool enabled;               /* default true */
     uint32_t max_body;          /* default 16 MiB: a longer Content-Length goes unshared */
     uint32_t max_followers;     /* default 1000 readers besides the leader; more go unshared */
     uint64_t ttl_ms;            /* default 0: a completed 200 is shared only while in flight */
+    uint32_t min_read_rate;     /* default 32 KiB/s: a reader has send_timeout + body / this to read it all */
 } config_coalesce_t;
 
 typedef struct config_log {

@@ -34,4 +34,14 @@ void http_response_reset(http_response_t *resp);
 int http_response_parse(const char *buf, size_t len, const http_limits_t *lim,
                         bool is_head, http_response_t *resp);
 
+/* May this response, parsed from buf, be handed to every client that sent
+ * the same request, as a shared fetch does? Only a complete 200 framed by
+ * Content-Length that says nothing against it: no Set-Cookie (a cookie is
+ * one client's), no Cache-Control no-store, no-cache or private (RFC 9111
+ * 5.2.2: not to be stored or reused without the origin), and a Vary that
+ * names no field but Accept (the share key holds Accept; anything else,
+ * or "*", may differ between the askers). Any doubt answers false: the
+ * cost is a render per asker, never a wrong answer. */
+bool http_response_is_shareable(const char *buf, const http_response_t *resp);
+
 #endif

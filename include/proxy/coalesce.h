@@ -1,8 +1,9 @@
-/* coalesce: collapsed forwarding. Admitted GETs for the same clean path
- * and the same requested Ignition spec get the same answer from the MCS
- * (its GetConfig reads nothing else, DESIGN 1.3), so while one upstream
- * fetch for that pair is in flight, the others become its readers instead
- * of asking again.
+/* coalesce: collapsed forwarding. Admitted GETs whose forwarded request
+ * line and Accept bytes are identical get the same render from the MCS
+ * (it reads nothing else of a request, DESIGN 1.3; rewrite_share_key), so
+ * while one upstream fetch for that key is in flight, the others become
+ * its readers instead of asking again. Only a complete 200 is shared; on
+ * anything else its readers ask the MCS on their own.
  *
  * A fetch is one response held once in memory: two pre-rendered heads (a
  * keep-alive and a close variant) and the body in one buffer of exactly
@@ -33,16 +34,18 @@
 #include "os/wakeup.h"
 #include "proxy/reason.h"
 
-/* The longest clean path that is coalesced: a pool path is "/config/" and
- * a Kubernetes name (at most 63 characters for an MCP in practice); a
- * longer path goes upstream on its own. */
-#define COALESCE_PATH_MAX 128
+/* The longest share key kept (rewrite_share_key: the request line and
+ * the Accept lines as forwarded; Ignition's is about 110 bytes): a
+ * request with a longer one goes upstream on its own. */
+#define COALESCE_KEY_MAX 4096
 
 typedef struct coalesce_fetch coalesce_fetch_t;
 
+/* A share key, as rewrite_share_key wrote it: compared byte for byte; a
+ * new fetch keeps a copy of its own. */
 typedef struct coalesce_key {
-    char path[COALESCE_PATH_MAX];   /* the decoded, cleaned path, NUL-terminated */
-    uint8_t spec;                   /* ignition_spec_t from the Accept header */
+    const char *bytes;
+    size_t len;
 } coalesce_key_t;
 
 typedef struct coalesce_link {
@@ -85,14 +88,15 @@ void coalesce_worker_destroy(coalesce_worker_t *cw);
 typedef enum {
     COALESCE_JOINED,    /* it reads a fetch that was already there */
     COALESCE_LEADS,     /* it reads a new fetch, which the caller must drive */
-    COALESCE_ABSENT,    /* no fetch for the key and may_lead was false */
-    COALESCE_FULL,      /* the fetch has coalesce.max_followers readers: go unshared */
+    COALESCE_ABSENT,    /* no fetch with room for the key and may_lead was false */
 } coalesce_attach_t;
 
-/* Attaches r to the fetch for key (in flight, or completed within
- * coalesce.ttl), or, when there is none and may_lead, to a new one that
- * the caller then drives (*led). LEADS with *led NULL is impossible: out
- * of memory is ABSENT. */
+/* Attaches r to a fetch for key (in flight, or completed within
+ * coalesce.ttl) that has fewer than coalesce.max_followers readers
+ * besides its leader, or, when there is none and may_lead, to a new one
+ * that the caller then drives (*led): past max_followers, the next
+ * request starts another shared fetch. LEADS with *led NULL is
+ * impossible: out of memory, or a key over COALESCE_KEY_MAX, is ABSENT. */
 coalesce_attach_t coalesce_attach(coalesce_worker_t *cw, const coalesce_key_t *key, coalesce_reader_t *r,
                                   coalesce_wake_cb wake, sockio_t *client, bool may_lead, coalesce_fetch_t **led);
 
@@ -104,7 +108,8 @@ typedef enum {
     COALESCE_CLIENT_GONE,   /* the client's socket failed */
     COALESCE_CUT,           /* the fetch broke after its head, and the reader has what
                                there was: close mid-body */
-    COALESCE_FAILED,        /* the fetch failed before its head: coalesce_failure() */
+    COALESCE_FAILED,        /* the fetch failed before its head: coalesce_failure(); its
+                               answer is the leader's alone, a follower asks on its own */
     COALESCE_UNSHARED,      /* the fetch is not shared: the reader asks on its own */
 } coalesce_result_t;
 
@@ -116,6 +121,8 @@ coalesce_result_t coalesce_reader_pump(coalesce_reader_t *r, http_conn_variant_t
 void coalesce_failure(const coalesce_reader_t *r, int *status, gate_reason_t *reason);
 /* The upstream's status of a shared fetch (for the log). */
 int coalesce_status(const coalesce_reader_t *r);
+/* The body length of a shared fetch (once its head is out). */
+size_t coalesce_body_len(const coalesce_reader_t *r);
 /* The reader stops reading (done, gone, or falling back). */
 void coalesce_reader_leave(coalesce_reader_t *r);
 
@@ -137,8 +144,8 @@ void coalesce_fetch_done(coalesce_fetch_t *f, coalesce_worker_t *self);
 void coalesce_fetch_fail(coalesce_fetch_t *f, coalesce_worker_t *self, int status, gate_reason_t why);
 /* Broke after the head was shared: every reader is closed mid-body. */
 void coalesce_fetch_cut(coalesce_fetch_t *f, coalesce_worker_t *self, gate_reason_t why);
-/* The response will not be shared (no Content-Length, or over
- * coalesce.max_body): every reader asks on its own. */
+/* The response will not be shared (not a complete 200 that any asker
+ * may have, or over coalesce.max_body): every reader asks on its own. */
 void coalesce_fetch_unshare(coalesce_fetch_t *f, coalesce_worker_t *self);
 /* For coalesce.ttl: ms until a completed fetch expires (0: now). */
 uint64_t coalesce_fetch_ttl_left(const coalesce_fetch_t *f);

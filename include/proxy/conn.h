@@ -26,6 +26,7 @@ typedef enum {
     CONN_DEADLINE_HEADER,   /* handshake and request head: header_timeout -> 408 */
     CONN_DEADLINE_IDLE,     /* keep-alive between requests: idle_timeout -> close */
     CONN_DEADLINE_QUEUE,    /* waiting for an upstream slot: queue_timeout -> 503 */
+    CONN_DEADLINE_SHARED_READ,  /* reading a shared fetch: coalesce.min_read_rate's bound -> cut */
 } conn_deadline_t;
 
 typedef enum {

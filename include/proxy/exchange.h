@@ -105,7 +105,8 @@ typedef struct exchange {
     /* coalescing */
     bool may_lead;                  /* key is set: lead a fetch for it once a slot is held */
     bool follower;                  /* reads a fetch it did not lead */
-    coalesce_key_t key;
+    bool read_deadline;             /* its client's shared-read deadline is set */
+    uint32_t key_len;               /* the share key, at buf + len until the request is sent */
     coalesce_reader_t reader;       /* reader.fetch: the fetch read */
     struct exchange *peer;          /* a leader's driver, a driver's leader (same worker) */
     coalesce_fetch_t *fetch;        /* a driver's fetch */
@@ -125,5 +126,8 @@ void exchange_on_client_writable(exchange_t *x);
 void exchange_client_stalled(exchange_t *x);
 /* The connection's queue deadline passed while waiting for a slot. */
 void exchange_queue_timeout(exchange_t *x);
+/* A reader of a shared fetch did not read it all by its deadline
+ * (coalesce.min_read_rate): cut, logged with ClientTooSlow. */
+void exchange_shared_read_timeout(exchange_t *x);
 
 #endif

@@ -29,6 +29,7 @@ typedef enum {
     GATE_REASON_BAD_PATH,
     GATE_REASON_CLIENT_CLOSED,
     GATE_REASON_CLIENT_SEND_TIMEOUT,
+    GATE_REASON_CLIENT_TOO_SLOW,    /* a shared fetch's reader past coalesce.min_read_rate's deadline */
     /* the upstream slot */
     GATE_REASON_QUEUE_FULL,
     GATE_REASON_QUEUE_TIMEOUT,

@@ -24,6 +24,16 @@
 size_t rewrite_request(char *out, size_t cap, const char *head, const http_request_t *req, bool http10,
                        const char *host, const struct sockaddr_storage *peer);
 
+/* The share key of a forwarded request: fwd[0..len) is rewrite_request's
+ * output, and the key is the bytes of it that the MCS reads when it
+ * renders: the request line (method, target as sent, version) and every
+ * field line the MCS's handler reads, as sent (the list is in rewrite.c,
+ * with the MCS code it comes from). Two requests with the same key get
+ * the same render, because the MCS receives the same in every byte it
+ * reads; no reading of Accept decides it. Written into out[cap]: the
+ * key's length, or 0 when it does not fit (the request is not shared). */
+size_t rewrite_share_key(const char *fwd, size_t len, char *out, size_t cap);
+
 /* HTTP/1.1, the upstream's status and reason, its end-to-end fields, and
  * the Connection line of conn. A chunked body is relayed as it came, so
  * its Transfer-Encoding and Trailer fields stay. */

@@ -57,6 +57,8 @@ static const range_t coalesce_body_size = {1024, 1ull << 30};
 static const range_t followers_count = {1, 1000000};
 /* A kept body is a config of a moment ago: seconds, not minutes. */
 static const range_t coalesce_ttl = {0, 60000};
+/* Bytes a second; 1 KiB/s lets a 4.5 MiB config take 77 minutes. */
+static const range_t coalesce_read_rate = {1024, 1ull << 30};
 
 static const addr_rules_t listen_rules = {.port_zero = true, .wildcard = true};
 static const addr_rules_t upstream_rules = {0};
@@ -314,6 +316,7 @@ static const field_t coalesce_fields[] = {
     {"max_body", schema_read_size, COALESCE_FIELD(max_body), &coalesce_body_size},
     {"max_followers", schema_read_count, COALESCE_FIELD(max_followers), &followers_count},
     {"ttl", schema_read_duration, COALESCE_FIELD(ttl_ms), &coalesce_ttl},
+    {"min_read_rate", schema_read_size, COALESCE_FIELD(min_read_rate), &coalesce_read_rate},
 };
 static const schema_t coalesce_schema = SCHEMA(coalesce_fields);
 
@@ -416,7 +419,8 @@ static int set_defaults(loader_t *ld, config_t *cfg)
     cfg->held = (config_held_t){.max_clients = 4096, .forget_after_ms = 15 * 60000};
     cfg->log = (config_log_t){.level = LOG_INFO, .access = true};
     cfg->admission.machines.page_size = 100;
-    cfg->coalesce = (config_coalesce_t){.enabled = true, .max_body = 16u << 20, .max_followers = 1000};
+    cfg->coalesce = (config_coalesce_t){.enabled = true, .max_body = 16u << 20, .max_followers = 1000,
+                                        .min_read_rate = 32u << 10};
 
     cfg->gate.n_prefixes = 1;
     if (schema_set_string(ld, ld->root, &cfg->gate.prefixes[0], "/config/") < 0 ||

@@ -3,6 +3,7 @@
  * framing is refused (-502), never guessed at, because a wrong guess would
  * hand a node a truncated or spliced Ignition config. */
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
 
@@ -151,4 +152,48 @@ int http_response_parse(const char *buf, size_t len, const http_limits_t *lim,
         return response_error(resp, resp->error);
     rc = response_framing(buf, is_head, resp);
     return rc < 0 ? rc : head;
+}
+
+static bool name_is(const char *buf, const http_header_t *h, const char *name)
+{
+    size_t n = strlen(name);
+    return h->name.len == n && strncasecmp(buf + h->name.off, name, n) == 0;
+}
+
+/* A directive of Cache-Control, by its name (before any '='). */
+static bool cache_control_forbids(const char *elem, size_t len)
+{
+    const char *eq = memchr(elem, '=', len);
+    size_t n = eq ? (size_t)(eq - elem) : len;
+    static const char *const forbidding[] = {"no-store", "no-cache", "private"};
+    for (size_t i = 0; i < sizeof forbidding / sizeof forbidding[0]; i++)
+        if (n == strlen(forbidding[i]) && strncasecmp(elem, forbidding[i], n) == 0)
+            return true;
+    return false;
+}
+
+bool http_response_is_shareable(const char *buf, const http_response_t *resp)
+{
+    if (resp->status != 200 || resp->body != HTTP_BODY_LENGTH)
+        return false;
+    for (uint32_t i = 0; i < resp->headers.count; i++) {
+        const http_header_t *h = &resp->headers.list[i];
+        if (h->id != HTTP_HDR_OTHER)
+            continue;
+        bool cc = name_is(buf, h, "Cache-Control"), vary = name_is(buf, h, "Vary");
+        if (name_is(buf, h, "Set-Cookie") || name_is(buf, h, "Set-Cookie2"))
+            return false;
+        if (!cc && !vary)
+            continue;
+        http_list_t it = {buf + h->value.off, buf + h->value.off + h->value.len};
+        const char *elem;
+        size_t len;
+        while (http_list_next(&it, ',', &elem, &len)) {
+            if (cc && cache_control_forbids(elem, len))
+                return false;
+            if (vary && !(len == 6 && strncasecmp(elem, "Accept", 6) == 0))
+                return false;
+        }
+    }
+    return true;
 }

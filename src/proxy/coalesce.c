@@ -23,7 +23,8 @@ typedef enum {
 struct coalesce_fetch {
     /* under table_lock */
     coalesce_fetch_t *next;
-    coalesce_key_t key;
+    char *key;                      /* rewrite_share_key's bytes, a copy */
+    size_t key_len;
     bool in_table;
     uint32_t n_readers;             /* ever attached, for coalesce.max_followers */
     uint64_t expires_ms;            /* 0 while in flight */
@@ -190,6 +191,7 @@ static void fetch_unref(coalesce_fetch_t *f)
     free(f->heads[0]);
     free(f->heads[1]);
     free(f->body);
+    free(f->key);
     free(f);
 }
 
@@ -208,7 +210,8 @@ static void table_remove(coalesce_fetch_t *f)
 
 /* Under table_lock: drops fetches whose ttl passed; their references go
  * on *dead (freed outside the lock). */
-static coalesce_fetch_t *table_find(const coalesce_key_t *key, uint64_t now, coalesce_fetch_t **dead)
+static coalesce_fetch_t *table_find(const coalesce_key_t *key, uint32_t max_followers, uint64_t now,
+                                    coalesce_fetch_t **dead)
 {
     coalesce_fetch_t *found = NULL;
     for (coalesce_fetch_t **at = &table; *at;) {
@@ -220,7 +223,9 @@ static coalesce_fetch_t *table_find(const coalesce_key_t *key, uint64_t now, coa
             *dead = f;
             continue;
         }
-        if (!found && f->key.spec == key->spec && strcmp(f->key.path, key->path) == 0)
+        /* The leader is a reader too: max_followers counts the others. */
+        if (!found && f->n_readers <= max_followers && f->key_len == key->len &&
+            memcmp(f->key, key->bytes, key->len) == 0)
             found = f;
         at = &f->next;
     }
@@ -239,10 +244,18 @@ static void free_dead(coalesce_fetch_t *dead)
 
 static coalesce_fetch_t *fetch_new(const coalesce_key_t *key)
 {
+    if (key->len > COALESCE_KEY_MAX)
+        return NULL;
     coalesce_fetch_t *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
-    f->key = *key;
+    f->key = malloc(key->len);
+    if (!f->key) {
+        free(f);
+        return NULL;
+    }
+    memcpy(f->key, key->bytes, key->len);
+    f->key_len = key->len;
     atomic_init(&f->refs, 2);   /* the table's and the driver's */
     atomic_init(&f->state, FETCH_WAITING);
     return f;
@@ -265,15 +278,10 @@ coalesce_attach_t coalesce_attach(coalesce_worker_t *cw, const coalesce_key_t *k
     coalesce_attach_t how;
     *led = NULL;
     pthread_mutex_lock(&table_lock);
-    coalesce_fetch_t *f = table_find(key, clock_coarse_ms(), &dead);
+    coalesce_fetch_t *f = table_find(key, cw->cfg->max_followers, clock_coarse_ms(), &dead);
     if (f) {
-        /* The leader is a reader too: max_followers counts the others. */
-        if (f->n_readers > cw->cfg->max_followers) {
-            how = COALESCE_FULL;
-        } else {
-            reader_attach(r, f, cw, wake, client);
-            how = COALESCE_JOINED;
-        }
+        reader_attach(r, f, cw, wake, client);
+        how = COALESCE_JOINED;
     } else if (may_lead && (f = fetch_new(key))) {
         f->in_table = true;
         f->next = table;
@@ -481,6 +489,11 @@ void coalesce_failure(const coalesce_reader_t *r, int *status, gate_reason_t *re
 int coalesce_status(const coalesce_reader_t *r)
 {
     return r->fetch->status;
+}
+
+size_t coalesce_body_len(const coalesce_reader_t *r)
+{
+    return r->fetch->body_len;
 }
 
 void coalesce_reader_leave(coalesce_reader_t *r)

@@ -803,6 +803,10 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
         if (c->state == CONN_EXCHANGE)
             exchange_queue_timeout(&c->exchange);
         break;
+    case CONN_DEADLINE_SHARED_READ:
+        if (c->state == CONN_EXCHANGE)
+            exchange_shared_read_timeout(&c->exchange);
+        break;
     default:
         break;
     }

@@ -280,31 +280,37 @@ void exchange_start(exchange_t *x, conn_t *c, exchange_ctx_t *ctx, request_log_t
     ctx->gen->exchanges++;
     relay_init(&x->relay, &c->io, NULL, NULL, 0, NULL);
     conn_arm_read(c, false);
-    if (exchange_join(x))
+    if (!exchange_forward(x) || exchange_join(x))
         return;
     exchange_upstream_start(x);
 }
 
-/* The request goes upstream on its own (or as a fetch's leader). */
-void exchange_upstream_start(exchange_t *x)
+bool exchange_forward(exchange_t *x)
 {
     conn_t *c = x->conn;
     exchange_ctx_t *ctx = x->ctx;
     /* The request is rewritten now, while its parse is at hand: the parse
-     * state is the worker's and belongs to the next head once this
-     * function returns, queued or not. */
+     * state is the worker's and belongs to the next head once the call
+     * that handed the request over returns, queued or not. */
     x->buf = buf_pool_get(&ctx->bufs);
     if (!x->buf) {
         exchange_fail(x, 502, GATE_REASON_REQUEST_TOO_LARGE);
-        return;
+        return false;
     }
     const config_upstream_t *up = &ctx->cfg->upstream;
     x->len = rewrite_request(x->buf, ctx->bufs.size, c->ibuf, conn_request(c), c->http10,
                              up->server_name ? up->server_name : up->addr.text, &c->peer);
     if (x->len == 0) {
         exchange_fail(x, 502, GATE_REASON_REQUEST_TOO_LARGE);
-        return;
+        return false;
     }
+    return true;
+}
+
+void exchange_upstream_start(exchange_t *x)
+{
+    conn_t *c = x->conn;
+    exchange_ctx_t *ctx = x->ctx;
     if (slot_take(&ctx->slots)) {
         x->has_slot = true;
         exchange_begin(x);

@@ -8,7 +8,6 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "http/accept.h"
 #include "proxy/conn.h"
 #include "proxy/exchange.h"
 #include "proxy/rewrite.h"
@@ -25,50 +24,54 @@ typedef struct exchange_driver {
     bool in_flight;                         /* counted in ctx->fetches_driven */
 } exchange_driver_t;
 
+void exchange_shared_read_timeout(exchange_t *x)
+{
+    if (x->phase != EXCHANGE_FOLLOW || !x->reader.fetch)
+        return;
+    x->log->reason = gate_reason_name(GATE_REASON_CLIENT_TOO_SLOW);
+    exchange_leave_fetch(x, false);
+    conn_response_done(x->conn, CONN_END_SHORT);
+}
+
 static void exchange_on_fetch(coalesce_reader_t *r);
 static void exchange_driver_end(exchange_t *d);
 static void exchange_on_ttl(evutil_socket_t fd, short what, void *arg);
 
 /* ---- coalescing: readers ---------------------------------------------- */
 
-/* Only what the MCS answers the same for every asker is shared: an
- * admitted GET (HEAD renders too but has no body to share; ungated paths
- * are not configs), HTTP/1.1 (a 1.0 request goes upstream as 1.0), no
- * query (the MCS ignores it, but a path with one is not the plain config
- * request whose answer DESIGN 1.3 vouches for), a path short enough for
- * the key. Sets the key: pool path and spec. */
-static bool exchange_coalescible(exchange_t *x)
+/* What may share a fetch at all: an admitted GET (HEAD renders too but
+ * has no body to share; ungated paths are not configs) over HTTP/1.1 (a
+ * 1.0 request goes upstream as 1.0). Which fetch it shares is the key's
+ * business alone. */
+static bool exchange_coalescible(const exchange_t *x)
 {
     const conn_t *c = x->conn;
-    if (!x->ctx->cfg->coalesce.enabled || x->log->decision != REQUEST_ADMIT || c->is_head || c->http10)
-        return false;
-    const http_request_t *req = conn_request(c);
-    if (req->method != HTTP_METHOD_GET || memchr(c->ibuf + req->target.off, '?', req->target.len))
-        return false;
-    size_t len;
-    const char *path = conn_clean_path(c, &len);
-    if (len >= sizeof x->key.path)
-        return false;
-    memcpy(x->key.path, path, len);
-    x->key.path[len] = '\0';
-    const http_header_t *accept = http_headers_get(&req->headers, HTTP_HDR_ACCEPT);
-    x->key.spec = (uint8_t)(accept ? http_accept_ignition_spec(c->ibuf + accept->value.off, accept->value.len)
-                                   : http_accept_ignition_spec(NULL, 0));
-    x->may_lead = true;
-    return true;
+    return x->ctx->cfg->coalesce.enabled && x->log->decision == REQUEST_ADMIT && !c->is_head && !c->http10 &&
+           conn_request(c)->method == HTTP_METHOD_GET;
 }
 
-/* The debug log tells who shares which fetch (tests wait on it). */
+/* The share key lives in the exchange's buffer, right after the
+ * forwarded request it was taken from, until the request is sent. */
+static coalesce_key_t exchange_key(const exchange_t *x)
+{
+    return (coalesce_key_t){.bytes = x->buf + x->len, .len = x->key_len};
+}
+
+/* The debug log tells who shares which fetch (tests wait on it): the
+ * request line of the key, without its method and version. */
 static void exchange_log_attach(const exchange_t *x, const char *how)
 {
-    if (log_enabled(LOG_DEBUG))
-        log_msg(LOG_DEBUG, "coalesce", "%s %s spec %u on worker %u", how, x->key.path, (unsigned)x->key.spec,
-                x->ctx->coalesce.index);
+    if (!log_enabled(LOG_DEBUG))
+        return;
+    const char *line = x->buf + x->len, *sp = memchr(line, ' ', x->key_len);
+    const char *target = sp ? sp + 1 : line;
+    const char *end = memchr(target, ' ', x->key_len - (size_t)(target - line));
+    log_msg(LOG_DEBUG, "coalesce", "%s %.*s on worker %u", how, end ? (int)(end - target) : 0, target,
+            x->ctx->coalesce.index);
 }
 
 static void exchange_follow(exchange_t *x)
 {
-    exchange_log_attach(x, "joined");
     /* The log's time with the upstream is the time reading the fetch. */
     x->log->upstream_start_ns = clock_monotonic_ns();
     x->phase = EXCHANGE_FOLLOW;
@@ -80,18 +83,25 @@ bool exchange_join(exchange_t *x)
 {
     if (!exchange_coalescible(x))
         return false;
-    coalesce_fetch_t *led;
-    switch (coalesce_attach(&x->ctx->coalesce, &x->key, &x->reader, exchange_on_fetch, &x->conn->io, false,
-                            &led)) {
-    case COALESCE_JOINED:
-        exchange_follow(x);
-        return true;
-    case COALESCE_FULL:
-        x->may_lead = false;
+    size_t room = x->ctx->bufs.size - x->len;
+    size_t n = rewrite_share_key(x->buf, x->len, x->buf + x->len, room < COALESCE_KEY_MAX ? room : COALESCE_KEY_MAX);
+    if (n == 0)
         return false;
-    default:
+    x->key_len = (uint32_t)n;
+    coalesce_key_t key = exchange_key(x);
+    coalesce_fetch_t *led;
+    if (coalesce_attach(&x->ctx->coalesce, &key, &x->reader, exchange_on_fetch, &x->conn->io, false, &led) !=
+        COALESCE_JOINED) {
+        x->may_lead = true;
         return false;
     }
+    exchange_log_attach(x, "joined");
+    /* A follower needs no buffer: its own request goes nowhere (it is
+     * forwarded again from the head should the fetch not be shared). */
+    buf_pool_put(&x->ctx->bufs, x->buf);
+    x->buf = NULL;
+    exchange_follow(x);
+    return true;
 }
 
 /* A follower that leaves without having asked the MCS itself saved a
@@ -138,7 +148,22 @@ static void exchange_fall_back(exchange_t *x)
     x->follower = false;
     x->may_lead = false;
     conn_reparse_request(x->conn);
-    exchange_upstream_start(x);
+    if (exchange_forward(x))
+        exchange_upstream_start(x);
+}
+
+/* A shared body lives until its slowest reader is done, and the bodies
+ * held at once are bounded gate-wide: a reader has send_timeout plus the
+ * body at coalesce.min_read_rate to take it all, from when its head went
+ * out (send_timeout alone restarts with every byte taken, so a client
+ * trickling bytes would hold the body, and the budget, for good). */
+static void exchange_read_deadline(exchange_t *x)
+{
+    const config_t *cfg = x->ctx->cfg;
+    uint64_t ms = cfg->limits.send_timeout_ms +
+                  (uint64_t)coalesce_body_len(&x->reader) * 1000 / cfg->coalesce.min_read_rate;
+    x->read_deadline = true;
+    conn_deadline(x->conn, CONN_DEADLINE_SHARED_READ, ms);
 }
 
 void exchange_read_fetch(exchange_t *x)
@@ -146,7 +171,10 @@ void exchange_read_fetch(exchange_t *x)
     conn_t *c = x->conn;
     int status;
     gate_reason_t why;
-    switch (coalesce_reader_pump(&x->reader, http_conn_variant(!conn_will_close(c), false))) {
+    coalesce_result_t got = coalesce_reader_pump(&x->reader, http_conn_variant(!conn_will_close(c), false));
+    if (!x->read_deadline && x->reader.head_sent && (got == COALESCE_WAIT_CLIENT || got == COALESCE_WAIT_FETCH))
+        exchange_read_deadline(x);
+    switch (got) {
     case COALESCE_WAIT_CLIENT:
         x->log->status = coalesce_status(&x->reader);
         conn_arm_write(c, true);
@@ -175,6 +203,12 @@ void exchange_read_fetch(exchange_t *x)
         conn_response_done(c, CONN_END_SHORT);
         return;
     case COALESCE_FAILED:
+        /* A failure is the leader's request's: a follower asks on its own
+         * (a render more, never an answer made for another request). */
+        if (x->follower) {
+            exchange_fall_back(x);
+            return;
+        }
         coalesce_failure(&x->reader, &status, &why);
         exchange_leave_fetch(x, false);
         conn_send_error(c, status, gate_reason_name(why), false);
@@ -200,8 +234,10 @@ bool exchange_lead(exchange_t *x)
     exchange_ctx_t *ctx = x->ctx;
     x->may_lead = false;
     coalesce_fetch_t *f;
-    switch (coalesce_attach(&ctx->coalesce, &x->key, &x->reader, exchange_on_fetch, &x->conn->io, true, &f)) {
+    coalesce_key_t key = exchange_key(x);
+    switch (coalesce_attach(&ctx->coalesce, &key, &x->reader, exchange_on_fetch, &x->conn->io, true, &f)) {
     case COALESCE_JOINED:
+        exchange_log_attach(x, "joined");
         exchange_release(x, false);
         exchange_follow(x);
         return true;
@@ -369,18 +405,18 @@ static void exchange_hand_over(exchange_t *d, exchange_t *x, const http_response
     exchange_on_head(x, resp, head_len);
 }
 
-/* The head is in, at d->buf + d->off. Shared when framed by a
- * Content-Length within coalesce.max_body (the MCS always sends one);
- * otherwise the readers ask on their own, the leader with this very
- * response. */
+/* The head is in, at d->buf + d->off. Shared when it is a complete 200
+ * that any asker may have (http_response_is_shareable) within
+ * coalesce.max_body; otherwise the readers ask on their own, the leader
+ * with this very response. */
 void exchange_share_head(exchange_t *d, const http_response_t *resp, size_t head_len)
 {
     exchange_ctx_t *ctx = d->ctx;
     coalesce_fetch_t *f = d->fetch;
-    bool framed = resp->body == HTTP_BODY_LENGTH || resp->body == HTTP_BODY_NONE;
-    size_t body_len = resp->body == HTTP_BODY_LENGTH ? (size_t)resp->content_length : 0;
+    bool shareable = http_response_is_shareable(d->buf + d->off, resp);
+    size_t body_len = shareable ? (size_t)resp->content_length : 0;
     char *body = NULL;
-    if (framed && body_len <= ctx->cfg->coalesce.max_body) {
+    if (shareable && body_len <= ctx->cfg->coalesce.max_body) {
         /* The keep-alive head has no Connection line; the close head is
          * the same with that line before the final CRLF (as
          * rewrite_response_head puts it): one rendering, two heads, one

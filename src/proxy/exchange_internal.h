@@ -18,7 +18,11 @@ enum { EXCHANGE_SEND, EXCHANGE_HEAD, EXCHANGE_BODY, EXCHANGE_FOLLOW };
 /* Everything back: the upstream (to the pool if reuse), the buffer, the
  * generation, the slot. */
 void exchange_release(exchange_t *x, bool reuse);
-/* The request goes upstream on its own (or as a fetch's leader). */
+/* The request is rewritten into the exchange's buffer, while its parse is
+ * at hand. false: it could not be, and the client was answered. */
+bool exchange_forward(exchange_t *x);
+/* The forwarded request goes upstream on its own (or as a fetch's
+ * leader), now or once it holds a slot. */
 void exchange_upstream_start(exchange_t *x);
 /* With a slot held: the request goes to a pooled or new connection. */
 void exchange_begin(exchange_t *x);
@@ -30,9 +34,10 @@ void exchange_leave_gen(exchange_t *x);
 
 /* exchange_coalesce.c */
 
-/* A new request that may share a fetch joins one under way: true, it
- * reads the fetch from now on. false: it asks upstream (and may lead a
- * fetch once it holds a slot: exchange_lead). */
+/* A new request that may share a fetch (its forwarded request in the
+ * buffer) joins one under way: true, it reads the fetch from now on.
+ * false: it asks upstream (and may lead a fetch once it holds a slot:
+ * exchange_lead). */
 bool exchange_join(exchange_t *x);
 /* With a slot held: joins a fetch that started meanwhile, or starts one.
  * false: go on alone. */

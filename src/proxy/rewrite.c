@@ -1,5 +1,6 @@
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/addr.h"
 #include "http/query.h"
@@ -78,6 +79,44 @@ size_t rewrite_request(char *buf, size_t cap, const char *head, const http_reque
     char ip[ADDR_IP_TEXT_LEN];
     put(&o, ip, addr_ip_text(peer, ip, sizeof ip));
     PUT_LIT(&o, "\r\n\r\n");
+    return result(&o);
+}
+
+/* The request fields the MCS's handler reads, and so the only ones whose
+ * bytes can change what it renders: openshift/machine-config-operator
+ * pkg/server/api.go, APIHandler.ServeHTTP (release-4.13 to 4.19 and main
+ * alike) reads r.Method, r.URL.Path, and r.Header.Get of "User-Agent" and
+ * "Accept"; User-Agent only goes into its log line, Accept picks the spec
+ * (detectSpecVersionFromAcceptHeader) and the 400. GetConfig is given the
+ * pool name alone. Nothing else of the request is read. */
+static const char *const mcs_read_fields[] = {"Accept"};
+
+static bool field_is_read(const char *line, size_t name_len)
+{
+    for (size_t i = 0; i < sizeof mcs_read_fields / sizeof mcs_read_fields[0]; i++)
+        if (strlen(mcs_read_fields[i]) == name_len && strncasecmp(line, mcs_read_fields[i], name_len) == 0)
+            return true;
+    return false;
+}
+
+size_t rewrite_share_key(const char *fwd, size_t len, char *out, size_t cap)
+{
+    out_t o = {out, cap, 0, false};
+    const char *at = fwd, *end = fwd + len;
+    bool request_line = true;
+    /* rewrite_request wrote fwd: CRLF-ended lines, "Name: value" fields,
+     * an empty line last. */
+    for (;;) {
+        const char *eol = memmem(at, (size_t)(end - at), "\r\n", 2);
+        if (!eol || eol == at)
+            break;
+        size_t line_len = (size_t)(eol - at) + 2;
+        const char *colon = request_line ? NULL : memchr(at, ':', (size_t)(eol - at));
+        if (request_line || (colon && field_is_read(at, (size_t)(colon - at))))
+            put(&o, at, line_len);
+        request_line = false;
+        at = eol + 2;
+    }
     return result(&o);
 }
 

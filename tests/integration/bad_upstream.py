@@ -38,6 +38,11 @@ once that file exists (the test decides when an upstream fetch ends).
            without the last (zero) chunk
   trickle-body  answers 200 with Content-Length: 200, the body a byte
            every 10 ms
+  scripted  answers its k-th request (from 0, over all connections) once
+           --release-file exists, with status k of --statuses (comma
+           separated; the last one repeats), the --extra-header line
+           (%d: k) and the body "answer k" (Content-Length), keeping the
+           connection open
 Writes its port to --port-file once listening; counts requests in --count-file."""
 import argparse, os, socket, struct, threading, time
 
@@ -102,6 +107,26 @@ def serve_gated(conn, count_file, args, split=None):
         conn.sendall(head + body[:split])
         wait_for(gate + ".rest")
         conn.sendall(body[split:])
+
+scripted_lock = threading.Lock()
+scripted_next = [0]
+
+def serve_scripted(conn, args):
+    statuses = [int(s) for s in args.statuses.split(",")]
+    while True:
+        data = read_head(conn)
+        if data is None:
+            return
+        with scripted_lock:
+            k = scripted_next[0]
+            scripted_next[0] += 1
+            with open(args.count_file, "a") as f:
+                f.write("req\n")
+        wait_for(args.release_file)
+        body = b"answer %d" % k
+        extra = (args.extra_header.replace("%d", str(k)) + "\r\n").encode() if args.extra_header else b""
+        conn.sendall(b"HTTP/1.1 %d Scripted\r\nContent-Length: %d\r\n" % (statuses[min(k, len(statuses) - 1)], len(body))
+                     + extra + b"\r\n" + body)
 
 def wait_for(path):
     deadline = time.monotonic() + 60
@@ -215,13 +240,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["stall", "cut", "chunked", "interim", "bighead", "echo", "once", "unframed", "unframed-reset",
                                      "trickle-head", "stall-body", "file", "drop", "reset-head", "extra-bytes",
-                                     "chunked-cut", "trickle-body", "gated", "split"], required=True)
+                                     "chunked-cut", "trickle-body", "gated", "split", "scripted"], required=True)
     ap.add_argument("--file")
     ap.add_argument("--cut-file")
     ap.add_argument("--head-bytes", type=int, default=12288)
     ap.add_argument("--release-file")
     ap.add_argument("--release-dir")
     ap.add_argument("--split-bytes", type=int)
+    ap.add_argument("--statuses", default="200")
+    ap.add_argument("--extra-header")
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--count-file")
     a = ap.parse_args()
@@ -237,6 +264,8 @@ def main():
         if a.mode in ("echo", "once"):
             threading.Thread(target=serve_echo, args=(c, a.count_file, a.release_file, a.mode == "once"),
                              daemon=True).start()
+        elif a.mode == "scripted":
+            threading.Thread(target=serve_scripted, args=(c, a), daemon=True).start()
         elif a.mode in ("gated", "split"):
             threading.Thread(target=serve_gated, args=(c, a.count_file, a, a.split_bytes if a.mode == "split" else None),
                              daemon=True).start()

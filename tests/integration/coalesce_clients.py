@@ -8,13 +8,18 @@ the head said "Connection: close" (every request here asks for it).
 --slow: one client with a 4 KiB receive buffer that reads nothing (after the
 head) until --go-file exists, then reads on; it reports the bytes it had
 read when the go file appeared (--slow-mark-file), proving it was
-connected and behind meanwhile."""
+connected and behind meanwhile.
+--trickle RATE: each client has a 64 KiB receive buffer and reads 16 KiB
+at a time, RATE bytes a second at most: a reader that keeps taking bytes,
+too slowly."""
 import argparse, hashlib, json, os, socket, ssl, sys, threading, time
 
 def connect(a):
     s = socket.socket()
     if a.slow:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    if a.trickle:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
     s.settimeout(60)
     s.connect(("127.0.0.1", a.port))
     if a.ca:
@@ -71,7 +76,9 @@ def one(a, i, results):
             if want is not None and got >= want:
                 break
             try:
-                body = s.recv(65536)
+                if a.trickle:
+                    time.sleep(16384 / a.trickle)
+                body = s.recv(16384 if a.trickle else 65536)
             except (ConnectionError, ssl.SSLError) as e:
                 r["end"] = "error:" + type(e).__name__
                 break
@@ -95,6 +102,7 @@ def main():
     ap.add_argument("-n", type=int, default=1)
     ap.add_argument("--head", action="store_true")
     ap.add_argument("--slow", action="store_true")
+    ap.add_argument("--trickle", type=int)
     ap.add_argument("--go-file")
     ap.add_argument("--slow-mark-file")
     ap.add_argument("--mark-dir", help="a file per client, named by its index, once its head is in")

@@ -4,7 +4,7 @@ clients of t_coalesce_shutdown. The leader and every follower that lands
 on the leader's worker never read (their connections are dropped at
 limits.send_timeout, leaving that worker with none); followers on the
 other worker read the whole answer. Which worker a request is on comes
-from the gate's debug log ("leads|joined /config/worker spec N on worker
+from the gate's debug log ("leads|joined /config/worker on worker
 W"), read after each request is sent, one at a time. Writes READY (JSON:
 the leader's worker, how many stall, how many read) once the clients are
 placed, then OUT (JSON: one result per reader) once they are done.
@@ -14,7 +14,7 @@ import hashlib, json, re, selectors, socket, sys, time
 port, log, ready, out, want_sha, want_len = sys.argv[1:7]
 port, want_len = int(port), int(want_len)
 REQ = b"GET /config/worker HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: Ignition/2.14.0\r\n\r\n"
-ATTACH = re.compile(r'"msg":"(leads|joined) /config/worker spec \d+ on worker (\d+)"')
+ATTACH = re.compile(r'"msg":"(leads|joined) /config/worker on worker (\d+)"')
 deadline = time.monotonic() + 60
 
 def attached():

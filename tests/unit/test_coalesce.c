@@ -68,11 +68,16 @@ static size_t drain(client_t *c, char *out, size_t cap)
     }
 }
 
+/* A share key as rewrite_share_key writes it: the request line and the
+ * Accept line of Ignition asking for spec 3.<spec>.0. The bytes stay
+ * valid until the next call (the fetch keeps its own copy). */
 static coalesce_key_t key(const char *path, int spec)
 {
-    coalesce_key_t k = {.spec = (uint8_t)spec};
-    strcpy(k.path, path);
-    return k;
+    static char bytes[256];
+    int n = snprintf(bytes, sizeof bytes,
+                     "GET %s HTTP/1.1\r\nAccept: application/vnd.coreos.ignition+json;version=3.%d.0, */*;q=0.1\r\n",
+                     path, spec);
+    return (coalesce_key_t){.bytes = bytes, .len = (size_t)n};
 }
 
 static coalesce_attach_t attach(client_t *c, const char *path, int spec, bool may_lead, coalesce_fetch_t **led)
@@ -149,23 +154,66 @@ Test(coalesce, the_first_leads_the_next_join_other_keys_do_not)
     client_close(&d);
 }
 
-Test(coalesce, max_followers_counts_the_others_than_the_leader)
+Test(coalesce, past_max_followers_the_next_request_leads_another_shared_fetch)
 {
     cfg.max_followers = 2;
-    client_t c[4];
-    coalesce_fetch_t *led, *none;
-    for (int i = 0; i < 4; i++)
+    client_t c[6];
+    coalesce_fetch_t *led, *led2, *none;
+    for (int i = 0; i < 6; i++)
         client_init(&c[i]);
     cr_expect_eq(attach(&c[0], "/config/worker", 4, true, &led), COALESCE_LEADS);
     cr_expect_eq(attach(&c[1], "/config/worker", 4, false, &none), COALESCE_JOINED);
     cr_expect_eq(attach(&c[2], "/config/worker", 4, true, &none), COALESCE_JOINED);
-    cr_expect_eq(attach(&c[3], "/config/worker", 4, true, &none), COALESCE_FULL);
-    cr_expect_null(c[3].r.fetch, "an overflowing reader is not attached");
+    /* The leader is a reader too: max_followers counts the others. */
+    cr_expect_eq(attach(&c[3], "/config/worker", 4, false, &none), COALESCE_ABSENT,
+                 "a full fetch is not joined; without a slot, the request may not lead");
+    cr_expect_null(c[3].r.fetch);
+    cr_expect_eq(attach(&c[3], "/config/worker", 4, true, &led2), COALESCE_LEADS,
+                 "with one, it leads a second fetch for the same key");
+    cr_expect_neq(led2, led);
+    cr_expect_eq(attach(&c[4], "/config/worker", 4, false, &none), COALESCE_JOINED);
+    cr_expect_eq(c[4].r.fetch, led2, "later requests share the fetch with room");
+    cr_expect_eq(attach(&c[5], "/config/worker", 4, false, &none), COALESCE_JOINED);
     coalesce_fetch_unshare(led, &cw);
     coalesce_fetch_release(led);
-    for (int i = 0; i < 4; i++)
+    coalesce_fetch_unshare(led2, &cw);
+    coalesce_fetch_release(led2);
+    for (int i = 0; i < 6; i++)
         client_close(&c[i]);
     cfg.max_followers = 1000;
+}
+
+Test(coalesce, keys_are_compared_byte_for_byte)
+{
+    client_t a, b;
+    client_init(&a);
+    client_init(&b);
+    coalesce_fetch_t *led, *none;
+    const char *ka = "GET /config/worker HTTP/1.1\r\nAccept: application/vnd.coreos.ignition+json;version=3.4.0\r\n";
+    const char *kb[] = {
+        "GET /config/worker HTTP/1.1\r\nAccept: application/vnd.coreos.ignition+json;version=3.5.0\r\n",
+        "GET /config/worker HTTP/1.1\r\nAccept: application/vnd.coreos.ignition+json;VERSION=3.4.0\r\n",
+        "GET /config/worker HTTP/1.1\r\nAccept: application/vnd.coreos.ignition+json; version=3.4.0\r\n",
+        "GET /config/worker HTTP/1.1\r\naccept: application/vnd.coreos.ignition+json;version=3.4.0\r\n",
+        "GET /config/worker HTTP/1.1\r\n",
+        "GET /config/worker?a=1 HTTP/1.1\r\nAccept: application/vnd.coreos.ignition+json;version=3.4.0\r\n",
+        "GET /config/worker HTTP/1.1\r\nAccept: application/vnd.coreos.ignition+json;version=3.4.0\r\nAccept: x\r\n",
+    };
+    coalesce_key_t k = {ka, strlen(ka)};
+    cr_assert_eq(coalesce_attach(&cw, &k, &a.r, on_wake, &a.io, true, &led), COALESCE_LEADS);
+    for (size_t i = 0; i < sizeof kb / sizeof kb[0]; i++) {
+        coalesce_key_t o = {kb[i], strlen(kb[i])};
+        cr_expect_eq(coalesce_attach(&cw, &o, &b.r, on_wake, &b.io, false, &none), COALESCE_ABSENT, "%s", kb[i]);
+    }
+    char same[256];
+    strcpy(same, ka);
+    coalesce_key_t o = {same, strlen(same)};
+    cr_expect_eq(coalesce_attach(&cw, &o, &b.r, on_wake, &b.io, false, &none), COALESCE_JOINED,
+                 "the same bytes elsewhere in memory");
+    coalesce_fetch_unshare(led, &cw);
+    coalesce_fetch_release(led);
+    client_close(&a);
+    client_close(&b);
 }
 
 Test(coalesce, a_reader_gets_the_head_then_the_body_as_it_is_published)

@@ -97,6 +97,7 @@ Test(config, defaults_when_keys_absent)
     cr_expect_eq(cfg->coalesce.max_body, 16u << 20);
     cr_expect_eq(cfg->coalesce.max_followers, 1000);
     cr_expect_eq(cfg->coalesce.ttl_ms, 0);
+    cr_expect_eq(cfg->coalesce.min_read_rate, 32u << 10);
     config_free(cfg);
 }
 
@@ -1175,7 +1176,9 @@ Test(config, admission_machines_bad_values_name_their_place)
 
 Test(config, coalesce_keys_are_read)
 {
-    config_t *cfg = parse_ok(MINIMAL "coalesce: {enabled: true, max_body: 4MiB, max_followers: 50, ttl: 5s}\n");
+    config_t *cfg =
+        parse_ok(MINIMAL "coalesce: {enabled: true, max_body: 4MiB, max_followers: 50, ttl: 5s, min_read_rate: 1MiB}\n");
+    cr_expect_eq(cfg->coalesce.min_read_rate, 1u << 20);
     cr_expect(cfg->coalesce.enabled);
     cr_expect_eq(cfg->coalesce.max_body, 4u << 20);
     cr_expect_eq(cfg->coalesce.max_followers, 50);
@@ -1193,6 +1196,8 @@ Test(config, coalesce_bad_values_name_their_place)
     expect_error(MINIMAL "coalesce:\n  max_followers: 0\n",
                  "t.yaml:4:18: coalesce.max_followers: must be greater than 0");
     expect_error(MINIMAL "coalesce:\n  ttl: 2m\n", "t.yaml:4:8: coalesce.ttl: must be from 0s to 1m");
+    expect_error(MINIMAL "coalesce:\n  min_read_rate: 100\n",
+                 "t.yaml:4:18: coalesce.min_read_rate: must be from 1KiB to 1024MiB");
     expect_error(MINIMAL "coalesce:\n  enabled: yes\n", "t.yaml:4:12: coalesce.enabled: expected true or false, got a string");
     expect_error(MINIMAL "coalesce:\n  enabled: false\n  ttl: 5s\n",
                  "t.yaml:5:8: coalesce.ttl: only applies with coalesce.enabled: true");

@@ -228,3 +228,36 @@ Test(http_response, too_many_fields)
     cr_assert_eq(http_response_parse(s, strlen(s), &lim, false, &resp), -502);
     cr_assert_str_eq(resp.error, "too many header fields");
 }
+
+static bool shareable(const char *s)
+{
+    cr_assert_gt(parse(s), 0, "%s", s);
+    return http_response_is_shareable(s, &resp);
+}
+
+Test(http_response, only_a_complete_200_any_asker_may_have_is_shareable)
+{
+    cr_expect(shareable(MCS_200));
+    cr_expect(shareable("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nVary: Accept\r\n\r\n"));
+    cr_expect(shareable("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nVary: accept, Accept\r\n"
+                        "Cache-Control: max-age=0, public\r\n\r\n"));
+    /* A 4xx or 5xx belongs to the request that caused it. */
+    cr_expect_not(shareable("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"));
+    cr_expect_not(shareable("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"));
+    cr_expect_not(shareable("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"));
+    cr_expect_not(shareable("HTTP/1.1 203 Non-Authoritative Information\r\nContent-Length: 0\r\n\r\n"));
+    /* Framed by Content-Length only. */
+    cr_expect_not(shareable("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"));
+    cr_expect_not(shareable("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"));
+    /* What one client may have. */
+    cr_expect_not(shareable("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nSet-Cookie: s=1\r\n\r\n"));
+    cr_expect_not(shareable("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nset-cookie: s=1\r\n\r\n"));
+    cr_expect_not(shareable("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nCache-Control: no-store\r\n\r\n"));
+    cr_expect_not(shareable("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nCache-Control: max-age=5, Private\r\n\r\n"));
+    cr_expect_not(shareable("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nCache-Control: private=\"x\"\r\n\r\n"));
+    cr_expect_not(shareable("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nCache-Control: no-cache\r\n\r\n"));
+    /* Vary on anything but Accept (which the key holds). */
+    cr_expect_not(shareable("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nVary: *\r\n\r\n"));
+    cr_expect_not(shareable("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nVary: Accept, User-Agent\r\n\r\n"));
+    cr_expect_not(shareable("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nVary: Accept\r\nVary: Cookie\r\n\r\n"));
+}
