@@ -49,8 +49,9 @@ void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o);
  * not republish); valid until the next event on the controller's loop. */
 const verdict_t *verdict_ctl_current(const verdict_ctl_t *ctl);
 const source_t *verdict_ctl_source(const verdict_ctl_t *ctl);
-/* Ready: the source has confirmed a view at least once and has not been
- * failing for longer than max_staleness. When not, *why says which. */
+/* Ready: the running source has confirmed a view since it started (a
+ * reload that replaced it counts as a start) and has not been failing for
+ * longer than max_staleness. When not, *why says which. */
 bool verdict_ctl_ready(const verdict_ctl_t *ctl, const char **why);
 
 void verdict_ctl_free(verdict_ctl_t *ctl);

@@ -67,8 +67,8 @@ source_t *source_file_new(struct event_base *base, const config_source_file_t *c
 
 /* The Kubernetes source: list+watch of the MachineConfiguration cfg->name
  * on the API server (in-cluster when cfg->server is ""), reconnecting with
- * backoff; FAILING while it cannot confirm its view. cfg is borrowed (its
- * strings must outlive the source);
+ * backoff; FAILING while it cannot confirm its view. cfg is copied, its
+ * strings too (the source outlives reloads that keep it);
  * configuration errors (no in-cluster environment, an unreadable CA file)
  * are logged and fail source_start. NULL when out of memory. */
 source_t *source_kube_new(struct event_base *base, const config_source_kube_t *cfg,

@@ -22,6 +22,10 @@ struct verdict_ctl {
     json_t *view_object;
     bool failing;
     bool stale;
+    /* The running source has confirmed a view since it started: a reload
+     * that replaces the source keeps the last view as the verdict's input,
+     * but ready waits for the new source's own. */
+    bool synced;
 
     bool have_settled;
     decision_t settled;         /* kept through BootImageControllerProgressing */
@@ -149,6 +153,7 @@ void verdict_ctl_on_source(source_state_t state, json_t *object, void *arg)
         ctl->view_object = kept;
         ctl->view_state = state;
         ctl->have_view = true;
+        ctl->synced = true;
         ctl->failing = false;
         ctl->stale = false;
         evtimer_del(ctl->stale_timer);
@@ -225,9 +230,12 @@ int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source)
     if (!source)
         return -1;
     source_t *running = ctl->source;
+    bool was_synced = ctl->synced;
     ctl->source = source;
+    ctl->synced = false;    /* the new source may report before source_start returns */
     if (source_start(source) < 0) {
         ctl->source = running;
+        ctl->synced = was_synced;
         source_free(source);
         return -1;
     }
@@ -249,6 +257,11 @@ bool verdict_ctl_ready(const verdict_ctl_t *ctl, const char **why)
 {
     if (!ctl->have_view) {
         *why = "the verdict source has not confirmed a view of the MachineConfiguration yet";
+        return false;
+    }
+    if (!ctl->synced) {
+        *why = "the verdict source changed at the last reload and has not synced yet (the verdict "
+               "follows the previous source's last view until it does)";
         return false;
     }
     if (ctl->stale) {

@@ -13,7 +13,10 @@
 
 typedef struct source_kube {
     source_t base;
-    config_source_kube_t cfg;   /* borrowed strings: the configuration outlives the source */
+    /* Its own copy, strings included: a reload that keeps the source
+     * frees the configuration it was made from (doc/internals.md, "What
+     * outlives a reload"). kube_api_t points into it. */
+    config_source_kube_t cfg;
     kube_api_t api;
     kube_reflector_t *reflector;
     json_t *object;             /* the last good one; NULL when absent */
@@ -123,6 +126,10 @@ static void kube_destroy(source_t *src)
     kube_api_destroy(&k->api);
     json_decref(k->object);
     json_decref(k->listed);
+    free(k->cfg.server);
+    free(k->cfg.ca_file);
+    free(k->cfg.token_file);
+    free(k->cfg.name);
     free(k);
 }
 
@@ -134,6 +141,13 @@ static uint64_t kube_reconnects(const source_t *src)
 
 static const source_ops_t kube_ops = {"kubernetes", kube_start, kube_destroy, kube_reconnects};
 
+/* NULL stays NULL (the defaults: in-cluster, the service account's files). */
+static bool copy_text(char **dst, const char *src)
+{
+    *dst = src ? strdup(src) : NULL;
+    return !src || *dst;
+}
+
 source_t *source_kube_new(struct event_base *base, const config_source_kube_t *cfg,
                           source_update_fn update, void *arg)
 {
@@ -142,7 +156,11 @@ source_t *source_kube_new(struct event_base *base, const config_source_kube_t *c
         return NULL;
     source_init(&k->base, &kube_ops, base, update, arg);
     k->cfg = *cfg;
-    if (!k->cfg.name)
-        k->cfg.name = "cluster";
+    if (!copy_text(&k->cfg.server, cfg->server) || !copy_text(&k->cfg.ca_file, cfg->ca_file) ||
+        !copy_text(&k->cfg.token_file, cfg->token_file) ||
+        !copy_text(&k->cfg.name, cfg->name ? cfg->name : "cluster")) {
+        kube_destroy(&k->base);
+        return NULL;
+    }
     return &k->base;
 }

@@ -323,3 +323,51 @@ Test(verdict_ctl, a_new_source_replaces_the_running_one_and_its_view_stays_until
     report(SOURCE_PRESENT, manual_ocp("7", "4.18.0"));
     cr_expect_eq(last()->reason, REASON_COMPLIANT);
 }
+
+/* Ready means the running source has synced since it started: after a
+ * reload to a source that cannot be reached, the last view still decides,
+ * but /readyz says not ready until the new source reports its own. */
+Test(verdict_ctl, a_replaced_source_is_not_ready_until_it_syncs)
+{
+    const char *why = NULL;
+    start_with(300000);
+    cr_expect_not(verdict_ctl_ready(ctl, &why), "a fresh start is not ready");
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    cr_assert(verdict_ctl_ready(ctl, &why), "synced");
+    fake_source_t *next = calloc(1, sizeof *next);
+    source_init(&next->base, &fake_ops, base, verdict_ctl_on_source, ctl);
+    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
+    fake = next;
+    cr_expect_not(verdict_ctl_ready(ctl, &why), "the new source has not synced");
+    cr_expect(strstr(why, "has not synced"), "why: %s", why);
+    report(SOURCE_FAILING, NULL);
+    cr_expect_not(verdict_ctl_ready(ctl, &why), "failing is no sync");
+    cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW, "the last view still decides");
+    report(SOURCE_ABSENT, NULL);
+    cr_expect(verdict_ctl_ready(ctl, &why), "the new source's first view: ready");
+}
+
+/* A new source that reports during its start is synced at once. */
+static int fake_start_reporting(source_t *src)
+{
+    ((fake_source_t *)src)->started = true;
+    json_t *obj = manual_ocp("9", "4.18.0");
+    source_report(src, SOURCE_PRESENT, obj);
+    json_decref(obj);
+    return 0;
+}
+
+static const source_ops_t fake_reporting_ops = {"fake", fake_start_reporting, fake_destroy, NULL};
+
+Test(verdict_ctl, a_replaced_source_that_reports_while_starting_is_ready)
+{
+    const char *why = NULL;
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    fake_source_t *next = calloc(1, sizeof *next);
+    source_init(&next->base, &fake_reporting_ops, base, verdict_ctl_on_source, ctl);
+    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
+    fake = next;
+    cr_expect(verdict_ctl_ready(ctl, &why), "not ready: %s", why);
+    cr_expect_eq(last()->reason, REASON_COMPLIANT);
+}

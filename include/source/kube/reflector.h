@@ -36,7 +36,7 @@ typedef struct kube_api {
     kube_endpoint_t ep;
     SSL_CTX *tls;               /* NULL for plain HTTP */
     bool insecure;
-    const char *token_file;     /* borrowed from the configuration */
+    const char *token_file;     /* borrowed from the owner's copy or referenced configuration */
     const char *ca_file;
 } kube_api_t;
 
