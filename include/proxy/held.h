@@ -48,10 +48,12 @@
 typedef struct held_entry {
     uint64_t last_seen_ms;          /* wall clock, ms since the epoch: the latest event */
     uint64_t attempts;              /* held requests seen */
-    /* The latest event wins (issue 20.3): a client is held now when its
-     * latest hold is later than its latest admission, whichever worker saw
-     * each. In a table, an admission in the same ms as a hold wins, and a
-     * hold after it is written 1 ms later, so the order is never lost. */
+    /* The latest event wins (issue 20.3): a client is admitted when its
+     * latest admission is later than its latest hold, whichever worker saw
+     * each. The admitting worker reads the hold, and writes the admission
+     * 1 ms after it if the clock has not moved; a hold is written no
+     * earlier than the latest admission of the process (held.c), and wins
+     * a tie: the order is never lost to the coarse clock's tick. */
     uint64_t held_ms;               /* its latest hold */
     uint64_t admitted_ms;           /* its latest admission; 0: none. In a view: 0 while held */
     char reason[HELD_REASON_LEN];   /* of the latest hold: "OutOfSkew", "TokenMissing", ... */

@@ -211,6 +211,21 @@ static void held_count(_Atomic uint64_t *c)
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
+/* The latest admission any table of the process recorded. A hold is
+ * written no earlier, so that one on another worker within the same tick
+ * of the coarse clock (4 ms here) still counts as after it: only the
+ * admitting worker reads the others' tables, a hold reads this one word
+ * (a relaxed load; it changes once per admission that ends a hold). */
+static _Atomic uint64_t held_last_admission_ms;
+
+static void held_note_admission(uint64_t ms)
+{
+    uint64_t seen = atomic_load_explicit(&held_last_admission_ms, memory_order_relaxed);
+    while (seen < ms && !atomic_compare_exchange_weak_explicit(&held_last_admission_ms, &seen, ms,
+                                                               memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
 /* The pool a refusal is recorded under: none. */
 static const char held_no_pool[] = "";
 
@@ -234,9 +249,10 @@ static void held_record_in(held_table_t *t, held_part_t *p, const held_client_t 
         e->refused = p == &t->refused;
         words = HELD_ENTRY_WORDS;
     }
-    /* Later than its latest admission, even in the same ms. */
-    e->held_ms = now_ms > e->admitted_ms ? now_ms : e->admitted_ms + 1;
-    e->last_seen_ms = e->held_ms;
+    /* Not before any admission seen so far, this client's included. */
+    uint64_t after = atomic_load_explicit(&held_last_admission_ms, memory_order_relaxed);
+    e->held_ms = now_ms > after ? now_ms : after;
+    e->last_seen_ms = now_ms;
     e->attempts++;
     if (p->own[i].reason_of != reason) {
         /* Reasons are names that live as long as the process: the same
@@ -326,7 +342,7 @@ static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const h
         if (theirs.admitted_ms > last_admission)
             last_admission = theirs.admitted_ms;
     }
-    if (last_hold == 0 || last_admission >= last_hold)
+    if (last_hold == 0 || last_admission > last_hold)
         return false;       /* never held, or admitted since its latest hold */
     if (!found) {
         /* The hold was another worker's: this part keeps a copy of the
@@ -342,10 +358,11 @@ static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const h
         p->own[at].reason_of = NULL;
     }
     held_entry_t *e = &p->mine[at];
-    /* Not before the hold it ends, whatever the workers' clocks read. */
-    e->admitted_ms = now_ms > last_hold ? now_ms : last_hold;
-    e->last_seen_ms = e->admitted_ms;
+    /* After the hold it ends, whatever the workers' clocks read. */
+    e->admitted_ms = now_ms > last_hold ? now_ms : last_hold + 1;
+    e->last_seen_ms = now_ms;
     held_publish(p, (uint32_t)at, found ? HELD_ATTEMPT_WORDS : HELD_ENTRY_WORDS);
+    held_note_admission(e->admitted_ms);
     return true;
 }
 
@@ -446,7 +463,7 @@ int held_collect(const held_table_t *const *tables, size_t n_tables, uint64_t no
     qsort(out->entries, out->n, sizeof *out->entries, held_cmp_first_seen);
     for (size_t i = 0; i < out->n; i++) {
         held_entry_t *e = &out->entries[i];
-        if (e->held_ms > e->admitted_ms)
+        if (e->held_ms >= e->admitted_ms)
             e->admitted_ms = 0;     /* held again since: held now */
         out->n_held += e->admitted_ms == 0;
     }

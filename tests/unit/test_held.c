@@ -292,23 +292,25 @@ Test(held, the_latest_event_wins_across_workers)
 Test(held, the_merge_compares_the_latest_hold_with_the_latest_admission)
 {
     for (int admitted_last = 0; admitted_last < 2; admitted_last++) {
+        /* Each round later than the last, as the wall clock goes. */
+        const uint64_t t0 = T0 + (uint64_t)admitted_last * 60 * MIN;
         held_table_t a, b;
         cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
         cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
         const held_table_t *peers[] = {&a, &b};
         struct sockaddr_storage x = v4("10.0.0.9");
         held_client_t cx = client(&x, "worker");
-        held_record(&a, &cx, "OutOfSkew", T0);
-        held_record(&b, &cx, "OutOfSkew", T0 + 100);
+        held_record(&a, &cx, "OutOfSkew", t0);
+        held_record(&b, &cx, "OutOfSkew", t0 + 100);
         /* a admits it (news), then b holds it again, or not. */
-        cr_assert(held_admit(&a, peers, 2, &cx, T0 + 200));
+        cr_assert(held_admit(&a, peers, 2, &cx, t0 + 200));
         if (!admitted_last)
-            held_record(&b, &cx, "OutOfSkew", T0 + 300);
+            held_record(&b, &cx, "OutOfSkew", t0 + 300);
         held_table_t *all[] = {&a, &b};
-        held_view_t v = collect(all, 2, T0 + 400);
+        held_view_t v = collect(all, 2, t0 + 400);
         cr_assert_eq(v.n, 1);
         cr_assert_eq(v.n_held, admitted_last ? 0 : 1);
-        cr_assert_eq(v.entries[0].admitted_ms, admitted_last ? T0 + 200 : 0);
+        cr_assert_eq(v.entries[0].admitted_ms, admitted_last ? t0 + 200 : 0);
         cr_assert_eq(v.entries[0].attempts, admitted_last ? 2 : 3);
         held_view_release(&v);
         held_table_destroy(&a);
@@ -335,6 +337,34 @@ Test(held, a_hold_and_an_admission_in_one_ms_keep_their_order)
     cr_assert_eq(v.n_held, 1, "held after the admission");
     held_view_release(&v);
     held_table_destroy(&t);
+}
+
+/* The same across workers: held on a, admitted on b, held again on a, all
+ * in one tick of the clock (the hold does not read b's table). */
+Test(held, a_hold_after_another_workers_admission_in_one_ms_wins)
+{
+    held_table_t a, b;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
+    const held_table_t *peers[] = {&a, &b};
+    struct sockaddr_storage x = v4("10.0.0.9");
+    held_client_t cx = client(&x, "worker");
+    held_table_t *all[] = {&a, &b};
+    held_record(&a, &cx, "OutOfSkew", T0);
+    cr_assert(held_admit(&b, peers, 2, &cx, T0));
+    held_view_t v = collect(all, 2, T0);
+    cr_assert_eq(v.n_held, 0, "admitted after the hold");
+    held_view_release(&v);
+    held_record(&a, &cx, "OutOfSkew", T0);
+    v = collect(all, 2, T0);
+    cr_assert_eq(v.n_held, 1, "held after the admission");
+    held_view_release(&v);
+    cr_assert(held_admit(&b, peers, 2, &cx, T0), "and admitted after that");
+    v = collect(all, 2, T0);
+    cr_assert_eq(v.n_held, 0);
+    held_view_release(&v);
+    held_table_destroy(&a);
+    held_table_destroy(&b);
 }
 
 /* Issue 20.4: max_clients clients stored, at least 99 %, from sequential
