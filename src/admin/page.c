@@ -93,7 +93,7 @@ static const char page_script_text[] =
     "  const body = document.getElementById('heldrows');\n"
     "  body.replaceChildren();\n"
     "  for (const c of h.clients) {\n"
-    "    row(body, [[c.address], [c.pool], [c.userAgent], [c.spec], [c.reason], [String(c.attempts), 'num'],\n"
+    "    row(body, [[c.address], [c.pool || '-'], [c.userAgent], [c.spec], [c.reason], [String(c.attempts), 'num'],\n"
     "               [age(c.heldSeconds), 'num'], [age(c.quietSeconds) + ' ago', 'num'],\n"
     "               [c.admitted ? 'admitted' : 'held', c.admitted ? 'admit' : 'reject']]);\n"
     "  }\n"

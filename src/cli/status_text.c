@@ -117,6 +117,8 @@ static void status_cells(const json_t *c, char store[N_COLS][48], const char *ce
 {
     cells[COL_ADDR] = status_str(c, "address");
     cells[COL_POOL] = status_str(c, "pool");
+    if (!*cells[COL_POOL])
+        cells[COL_POOL] = "-";      /* a refusal by an admission policy: by address alone */
     cells[COL_UA] = status_str(c, "userAgent");
     cells[COL_SPEC] = status_str(c, "spec");
     cells[COL_REASON] = status_str(c, "reason");

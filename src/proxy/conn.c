@@ -292,6 +292,14 @@ void conn_record_held(conn_t *c, const char *reason)
     held_record(&c->w->held, &client, reason, clock_wall_coarse_ms());
 }
 
+/* An admission policy's refusal: recorded apart, by address (held.h). */
+static void conn_record_refused(conn_t *c, const char *reason)
+{
+    const http_header_t *accept = http_headers_get(&c->w->conns.req.headers, HTTP_HDR_ACCEPT);
+    held_client_t client = conn_held_client(c, accept);
+    held_record_refusal(&c->w->held, &client, reason, clock_wall_coarse_ms());
+}
+
 /* A gated request that got its config ends its client's hold, if any. */
 static void conn_end_hold(conn_t *c)
 {
@@ -523,7 +531,7 @@ static void conn_dispatch(conn_t *c)
             why = admission_machines_judge(w->addrset, &c->peer);
         if (why != ADMISSION_PASS) {
             c->log.decision = REQUEST_REJECT;
-            conn_record_held(c, admission_reason_name(why));
+            conn_record_refused(c, admission_reason_name(why));
             conn_refuse(c, why, !c->keep_alive);
             return;
         }

@@ -3,7 +3,10 @@
 # loopback addresses are held, GET /held and the metrics list them with
 # their attempts, a verdict flip admits them and marks them admitted, a
 # quiet client is forgotten, the table stays within held.max_clients, and
-# `skewgate status` prints it for people and for scripts.
+# `skewgate status` prints it for people and for scripts. Issue 20: a node
+# held again after an admission on another worker shows as held (3); a
+# table stores 99 % of max_clients from sequential addresses (4); refusals
+# by the token policy take no held node's room (5).
 . "$(dirname "$0")/lib.sh"
 
 certs
@@ -153,4 +156,84 @@ held_check '
 assert {e["address"] for e in h["clients"]} == {"127.0.0.6", "127.0.0.7"}, h
 assert all(e["attempts"] == 1 for e in h["clients"]) and h["overflow"] == 2, h
 ' || fail "reuse: $(held_json)"
+gate_stop
+
+note "held again after an admission on another worker: held now (issue 20.3)"
+set_object automatic-out-of-skew.yaml "$object"
+GATE_WORKERS=2 ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/again.yaml" hold "$object" "held:
+  max_clients: 4"
+gate_start "$TMP/again.yaml"
+wait_until 10 verdict_is reject || fail "again gate does not reject"
+python3 "$ROOT/tests/integration/held_clients.py" again "$PLAIN_PORT" "$ADMIN_ADDR" "$TMP/admin.sock" ||
+  fail "held again: $(held_json)"
+[ "$(metric 'skewgate_held_clients{pool="worker",reason="OutOfSkew"}')" = 1 ] ||
+  fail "held again, not in the gauge: $(curl -sf "$ADMIN/metrics" | grep held_clients)"
+rc=0; "$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" >"$TMP/status.txt" || rc=$?
+[ "$rc" = 3 ] || fail "status exited $rc"
+grep -q '^127\.0\.0\.2  *worker .* held$' "$TMP/status.txt" || fail "status row: $(cat "$TMP/status.txt")"
+grep -q '^Held nodes: *[0-9]* held, 1 admitted after a hold' "$TMP/status.txt" || fail "status summary"
+gate_stop
+
+# count_listed: how many clients /held lists.
+count_listed() { held_check 'print(len(h["clients"]))'; }
+
+note "sequential addresses: 99 % of max_clients stored (issue 20.4)"
+for workers in 1 2; do
+  GATE_WORKERS=$workers ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/many.yaml" hold "$object"
+  gate_start "$TMP/many.yaml"
+  wait_until 10 verdict_is reject || fail "many gate does not reject"
+  answers=$(python3 "$ROOT/tests/integration/held_clients.py" many "$PLAIN_PORT" 3000) || fail "3000 clients"
+  [ "$answers" = "503:3000" ] || fail "3000 clients answered $answers"
+  n=$(count_listed)
+  echo "$workers worker(s): $n of 3000 clients from one /16 listed"
+  [ "$n" -ge 2990 ] || fail "$workers worker(s): $n of 3000 stored; /held overflow $(held_check 'print(h["overflow"])')"
+  gate_stop
+done
+GATE_WORKERS=1 ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/full.yaml" hold "$object" "held:
+  max_clients: 4096"
+gate_start "$TMP/full.yaml"
+wait_until 10 verdict_is reject || fail "full gate does not reject"
+python3 "$ROOT/tests/integration/held_clients.py" many "$PLAIN_PORT" 4096 >/dev/null || fail "4096 clients"
+n=$(count_listed)
+echo "1 worker: $n of max_clients 4096 listed, 4096 clients"
+[ "$n" -ge 4055 ] && [ "$n" -le 4096 ] || fail "$n of 4096 stored"
+gate_stop
+
+note "clients without the token take no held node's room (issue 20.5)"
+TOKEN=$(openssl rand -hex 32)
+printf '%s\n' "$TOKEN" >"$TMP/token"
+GATE_WORKERS=2 ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/token.yaml" hold "$object" "held:
+  max_clients: 64
+admission:
+  token:
+    files: [$TMP/token]"
+gate_start "$TMP/token.yaml"
+wait_until 10 verdict_is reject || fail "token gate does not reject"
+answers=$(python3 "$ROOT/tests/integration/held_clients.py" many "$PLAIN_PORT" 1 worker "$TOKEN") ||
+  fail "the node before the flood"
+[ "$answers" = "503:1" ] || fail "the node before the flood: $answers"
+# 500 addresses, a pool each, no token: 403 TokenMissing.
+answers=$(python3 "$ROOT/tests/integration/held_clients.py" many "$PLAIN_PORT" 500 'flood-%d') || fail "flood"
+[ "$answers" = "403:500" ] || fail "the flood answered $answers"
+held_check '
+refused = [e for e in h["clients"] if e["reason"] == "TokenMissing"]
+assert refused and all(e["pool"] == "" for e in refused), h
+assert len(refused) <= 16, len(refused)
+assert h["overflow"] >= 500 - 16, h
+' || fail "refusals: $(held_json)"
+# A node held by the verdict after the flood, from an address of its own.
+fresh() {
+  curl -s -o /dev/null -w '%{http_code}' --interface 127.0.0.9 -A 'Ignition/2.14.0' -H "Accept: $ACCEPT" \
+    -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PLAIN_PORT/config/master"
+}
+[ "$(fresh)" = 503 ] || fail "the node after the flood is not held"
+held_check '
+c = {(e["address"], e["pool"]): e for e in h["clients"]}
+assert ("127.1.0.1", "worker") in c and c[("127.1.0.1", "worker")]["reason"] == "OutOfSkew", h
+assert ("127.0.0.9", "master") in c and c[("127.0.0.9", "master")]["reason"] == "OutOfSkew", h
+assert h["held"] == len(h["clients"]), h
+' || fail "held nodes after the flood: $(held_json)"
+[ "$(metric 'skewgate_held_clients{pool="",reason="TokenMissing"}')" -ge 1 ] || fail "refusals gauge"
+curl -sf "$ADMIN/metrics" >"$TMP/metrics.txt"
+promtool check metrics <"$TMP/metrics.txt" || fail "promtool check metrics: $(grep held "$TMP/metrics.txt")"
 echo "PASS"

@@ -248,3 +248,276 @@ Test(held, readers_never_see_a_torn_entry)
     held_table_destroy(&t);
     cr_log_info("%zu consistent copies", copies);
 }
+
+/* Issue 20.3: held on worker a's keep-alive connection, admitted once on a
+ * new connection that worker b took, then held again on a's connection:
+ * held now, whatever the tables' order, and the next admission is news. */
+Test(held, the_latest_event_wins_across_workers)
+{
+    held_table_t a, b;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
+    const held_table_t *peers[] = {&a, &b};
+    struct sockaddr_storage x = v4("10.0.0.9");
+    held_client_t cx = client(&x, "worker");
+    held_record(&a, &cx, "OutOfSkew", T0);
+    cr_assert(held_admit(&b, peers, 2, &cx, T0 + 1000));
+    held_record(&a, &cx, "BootImageControllerDegraded", T0 + 2000);
+    held_table_t *ab[] = {&a, &b}, *ba[] = {&b, &a};
+    for (int order = 0; order < 2; order++) {
+        held_view_t v = collect(order ? ba : ab, 2, T0 + 2500);
+        cr_assert_eq(v.n, 1);
+        cr_assert_eq(v.entries[0].admitted_ms, 0, "held again: not admitted");
+        cr_assert_eq(v.n_held, 1);
+        cr_assert_eq(v.entries[0].attempts, 2);
+        cr_assert_eq(v.entries[0].last_seen_ms, T0 + 2000);
+        cr_assert_str_eq(v.entries[0].reason, "BootImageControllerDegraded", "the latest hold's reason");
+        held_view_release(&v);
+    }
+    /* Admitted again, on b: news, counted; then admitted. */
+    cr_assert(held_admit(&b, peers, 2, &cx, T0 + 3000), "the second admission ends the second hold");
+    cr_assert_not(held_admit(&a, peers, 2, &cx, T0 + 3500), "and only once");
+    held_view_t v = collect(ab, 2, T0 + 4000);
+    cr_assert_eq(v.n, 1);
+    cr_assert_eq(v.entries[0].admitted_ms, T0 + 3000);
+    cr_assert_eq(v.n_held, 0);
+    cr_assert_eq(v.admitted_after_hold, 2);
+    held_view_release(&v);
+    held_table_destroy(&a);
+    held_table_destroy(&b);
+}
+
+/* The merge alone: two workers' entries of one client, the admission on
+ * one, the hold on the other; the later decides, whichever it is. */
+Test(held, the_merge_compares_the_latest_hold_with_the_latest_admission)
+{
+    for (int admitted_last = 0; admitted_last < 2; admitted_last++) {
+        /* Each round later than the last, as the wall clock goes. */
+        const uint64_t t0 = T0 + (uint64_t)admitted_last * 60 * MIN;
+        held_table_t a, b;
+        cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+        cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
+        const held_table_t *peers[] = {&a, &b};
+        struct sockaddr_storage x = v4("10.0.0.9");
+        held_client_t cx = client(&x, "worker");
+        held_record(&a, &cx, "OutOfSkew", t0);
+        held_record(&b, &cx, "OutOfSkew", t0 + 100);
+        /* a admits it (news), then b holds it again, or not. */
+        cr_assert(held_admit(&a, peers, 2, &cx, t0 + 200));
+        if (!admitted_last)
+            held_record(&b, &cx, "OutOfSkew", t0 + 300);
+        held_table_t *all[] = {&a, &b};
+        held_view_t v = collect(all, 2, t0 + 400);
+        cr_assert_eq(v.n, 1);
+        cr_assert_eq(v.n_held, admitted_last ? 0 : 1);
+        cr_assert_eq(v.entries[0].admitted_ms, admitted_last ? t0 + 200 : 0);
+        cr_assert_eq(v.entries[0].attempts, admitted_last ? 2 : 3);
+        held_view_release(&v);
+        held_table_destroy(&a);
+        held_table_destroy(&b);
+    }
+}
+
+/* In one table the order of events is never lost to the clock's tick. */
+Test(held, a_hold_and_an_admission_in_one_ms_keep_their_order)
+{
+    held_table_t t;
+    cr_assert_eq(held_table_init(&t, 8, 15 * MIN), 0);
+    const held_table_t *peers[] = {&t};
+    struct sockaddr_storage x = v4("10.0.0.9");
+    held_client_t cx = client(&x, "worker");
+    held_table_t *all[] = {&t};
+    held_record(&t, &cx, "OutOfSkew", T0);
+    cr_assert(held_admit(&t, peers, 1, &cx, T0));
+    held_view_t v = collect(all, 1, T0);
+    cr_assert_eq(v.n_held, 0, "admitted after the hold");
+    held_view_release(&v);
+    held_record(&t, &cx, "OutOfSkew", T0);
+    v = collect(all, 1, T0);
+    cr_assert_eq(v.n_held, 1, "held after the admission");
+    held_view_release(&v);
+    held_table_destroy(&t);
+}
+
+/* The same across workers: held on a, admitted on b, held again on a, all
+ * in one tick of the clock (the hold does not read b's table). */
+Test(held, a_hold_after_another_workers_admission_in_one_ms_wins)
+{
+    held_table_t a, b;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
+    const held_table_t *peers[] = {&a, &b};
+    struct sockaddr_storage x = v4("10.0.0.9");
+    held_client_t cx = client(&x, "worker");
+    held_table_t *all[] = {&a, &b};
+    held_record(&a, &cx, "OutOfSkew", T0);
+    cr_assert(held_admit(&b, peers, 2, &cx, T0));
+    held_view_t v = collect(all, 2, T0);
+    cr_assert_eq(v.n_held, 0, "admitted after the hold");
+    held_view_release(&v);
+    held_record(&a, &cx, "OutOfSkew", T0);
+    v = collect(all, 2, T0);
+    cr_assert_eq(v.n_held, 1, "held after the admission");
+    held_view_release(&v);
+    cr_assert(held_admit(&b, peers, 2, &cx, T0), "and admitted after that");
+    v = collect(all, 2, T0);
+    cr_assert_eq(v.n_held, 0);
+    held_view_release(&v);
+    held_table_destroy(&a);
+    held_table_destroy(&b);
+}
+
+/* Issue 20.4: max_clients clients stored, at least 99 %, from sequential
+ * and random addresses of either family; never more than max_clients. */
+typedef enum { SEQ_V4, RANDOM_V4, SEQ_V6, RANDOM_V6, SEQ_V6_PREFIX } addrs_t;
+
+static struct sockaddr_storage nth_addr(addrs_t kind, uint32_t i, uint64_t *rng)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+    uint32_t r = (uint32_t)(*rng >> 32);
+    if (kind == SEQ_V4 || kind == RANDOM_V4) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+        sin->sin_family = AF_INET;
+        sin->sin_addr.s_addr = htonl(kind == SEQ_V4 ? (10u << 24 | 1u << 16) + i : r);
+        return ss;
+    }
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_addr.s6_addr[0] = 0xfd;
+    if (kind == SEQ_V6) {
+        /* fd00::1, fd00::2, ...: the host part counts. */
+        sin6->sin6_addr.s6_addr[14] = (uint8_t)(i >> 8);
+        sin6->sin6_addr.s6_addr[15] = (uint8_t)i;
+    } else if (kind == SEQ_V6_PREFIX) {
+        /* fd00:0:0:N::1: one host per /64, the prefix counts. */
+        sin6->sin6_addr.s6_addr[6] = (uint8_t)(i >> 8);
+        sin6->sin6_addr.s6_addr[7] = (uint8_t)i;
+        sin6->sin6_addr.s6_addr[15] = 1;
+    } else {
+        for (int k = 1; k < 16; k++) {
+            *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+            sin6->sin6_addr.s6_addr[k] = (uint8_t)(*rng >> 56);
+        }
+    }
+    return ss;
+}
+
+static size_t fill(held_table_t *t, addrs_t kind, uint32_t n, uint32_t from, uint64_t now)
+{
+    uint64_t rng = 42 + kind + from;
+    for (uint32_t i = 0; i < n; i++) {
+        struct sockaddr_storage a = nth_addr(kind, from + i, &rng);
+        held_client_t c = client(&a, "worker");
+        held_record(t, &c, "OutOfSkew", now);
+    }
+    held_table_t *all[] = {t};
+    held_view_t v = collect(all, 1, now);
+    size_t n_stored = v.n;
+    held_view_release(&v);
+    return n_stored;
+}
+
+Test(held, a_table_stores_99_percent_of_max_clients)
+{
+    static const uint32_t sizes[] = {4096, 2048, 1000, 100};
+    static const char *const names[] = {"sequential IPv4", "random IPv4", "sequential IPv6", "random IPv6",
+                                        "sequential IPv6 /64s"};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        for (addrs_t kind = SEQ_V4; kind <= SEQ_V6_PREFIX; kind++) {
+            held_table_t t;
+            uint32_t max = sizes[s];
+            cr_assert_eq(held_table_init(&t, max, 15 * MIN), 0);
+            size_t n = fill(&t, kind, max, 0, T0);
+            cr_log_info("%u %s: %zu stored", max, names[kind], n);
+            cr_assert_geq(n * 100, (size_t)max * 99, "%u %s: %zu stored", max, names[kind], n);
+            /* As many again: the bound holds. */
+            n = fill(&t, kind, max, max, T0);
+            cr_assert_eq(n, max, "%u %s: %zu stored past the bound", max, names[kind], n);
+            cr_assert_eq(atomic_load(&t.overflow), (uint64_t)max * 2 - max);
+            held_table_destroy(&t);
+        }
+    }
+}
+
+/* A full table whose clients were all forgotten takes as many new ones. */
+Test(held, forgotten_clients_give_their_room_back)
+{
+    held_table_t t;
+    uint32_t max = 1000;
+    cr_assert_eq(held_table_init(&t, max, MIN), 0);
+    size_t n = fill(&t, SEQ_V4, max, 0, T0);
+    cr_assert_geq(n * 100, (size_t)max * 99, "%zu stored", n);
+    n = fill(&t, RANDOM_V4, max, 0, T0 + MIN);
+    cr_assert_geq(n * 100, (size_t)max * 99, "%zu stored after the first ones were forgotten", n);
+    cr_assert_leq(n, max);
+    held_table_destroy(&t);
+}
+
+/* Issue 20.5: refusals by the admission policies, from many addresses and
+ * pools, take no room of the held nodes, before or after them. */
+Test(held, refusals_cannot_push_held_nodes_out)
+{
+    held_table_t t;
+    uint32_t max = 64;
+    cr_assert_eq(held_table_init(&t, max, 15 * MIN), 0);
+    struct sockaddr_storage before = v4("10.9.0.1"), after = v4("10.9.0.2");
+    held_client_t cb = client(&before, "worker"), ca = client(&after, "master");
+    held_record(&t, &cb, "OutOfSkew", T0);
+    char ip[32], pool[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(ip, sizeof ip, "10.1.%d.%d", i / 250, i % 250 + 1);
+        snprintf(pool, sizeof pool, "pool-%d", i);
+        struct sockaddr_storage a = v4(ip);
+        held_client_t c = client(&a, pool);
+        held_record_refusal(&t, &c, "TokenMissing", T0 + 1);
+    }
+    /* One address asking for many pools is one client. */
+    struct sockaddr_storage one = v4("10.2.0.1");
+    for (int i = 0; i < 100; i++) {
+        snprintf(pool, sizeof pool, "p%d", i);
+        held_client_t c = client(&one, pool);
+        held_record_refusal(&t, &c, "TokenInvalid", T0 + 2);
+    }
+    held_record(&t, &ca, "OutOfSkew", T0 + 3);
+    held_table_t *all[] = {&t};
+    held_view_t v = collect(all, 1, T0 + 4);
+    cr_assert_not_null(find(&v, "10.9.0.1", "worker"), "the node held before the flood is listed");
+    cr_assert_not_null(find(&v, "10.9.0.2", "master"), "a node held after the flood is listed");
+    size_t refused = 0;
+    for (size_t i = 0; i < v.n; i++) {
+        if (v.entries[i].refused) {
+            refused++;
+            cr_assert_str_eq(v.entries[i].pool, "", "a refusal has no pool");
+        }
+    }
+    cr_assert_eq(refused, max / HELD_REFUSED_DIV, "the refusals fill their own part: %zu", refused);
+    cr_assert_eq(v.n, refused + 2);
+    held_view_release(&v);
+    held_table_destroy(&t);
+}
+
+/* A refused node that then gets its config (given the token, say) shows
+ * as admitted, whichever pool it asked for. */
+Test(held, an_admission_ends_a_refusal_of_the_address)
+{
+    held_table_t a, b;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
+    const held_table_t *peers[] = {&a, &b};
+    struct sockaddr_storage x = v4("10.0.0.9");
+    held_client_t refused = client(&x, "anything"), admitted = client(&x, "worker");
+    held_record_refusal(&a, &refused, "TokenMissing", T0);
+    cr_assert(held_admit(&b, peers, 2, &admitted, T0 + 1000));
+    held_table_t *all[] = {&a, &b};
+    held_view_t v = collect(all, 2, T0 + 2000);
+    cr_assert_eq(v.n, 1);
+    cr_assert_eq(v.n_held, 0);
+    cr_assert_str_eq(v.entries[0].reason, "TokenMissing");
+    cr_assert_eq(v.entries[0].admitted_ms, T0 + 1000);
+    cr_assert_eq(v.admitted_after_hold, 1);
+    held_view_release(&v);
+    held_table_destroy(&a);
+    held_table_destroy(&b);
+}

@@ -65,3 +65,26 @@ Test(status_text, the_summary_of_a_held_node)
     json_decref(v);
     json_decref(held);
 }
+
+/* A refusal by an admission policy has no pool (issue 20.5): a dash keeps
+ * the column. */
+Test(status_text, a_refusal_shows_a_dash_for_its_pool)
+{
+    json_t *v = json_pack("{s:s, s:s}", "decision", "reject", "reason", "OutOfSkew");
+    json_t *held = json_pack("{s:[{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b}], s:i, s:i, s:i, s:i}",
+                             "clients", "address", "10.0.32.9", "pool", "", "userAgent", "curl/8.5.0", "spec",
+                             "unsupported", "reason", "TokenMissing", "attempts", 1, "heldSeconds", 0,
+                             "quietSeconds", 1, "admitted", 0, "held", 1, "admittedAfterHold", 0, "overflow", 0,
+                             "forgetAfterSeconds", 900);
+    cr_assert(v && held);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    status_print_text(f, v, NULL, held, 1796119800);
+    fclose(f);
+    cr_assert_not_null(strstr(text, "\n10.0.32.9  -     curl/8.5.0  unsupported  TokenMissing  1         0s        1s ago     held\n"),
+                       "%s", text);
+    free(text);
+    json_decref(v);
+    json_decref(held);
+}
