@@ -242,7 +242,7 @@ admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, uint64_
         admin_free(a);
         return NULL;
     }
-    serve_require_credential(a->serve, &a->cred);
+    serve_require_credential(a->serve, &a->cred, cfg->socket);
     if (!cfg->socket && !cfg->token_file)
         log_msg(LOG_WARN, "admin_readonly", "neither admin.socket nor admin.token_file is set: the admin API "
                 "refuses overrides (403) until one is configured");

@@ -83,9 +83,9 @@ serve_t *serve_start_unix(struct event_base *base, const char *path, const char 
     (void)base, (void)path, (void)name, (void)request_timeout_ms, (void)routes, (void)arg, (void)err, (void)errlen;
     abort();
 }
-void serve_require_credential(serve_t *s, credential_t *cred)
+void serve_require_credential(serve_t *s, credential_t *cred, const char *socket_instead)
 {
-    (void)s, (void)cred;
+    (void)s, (void)cred, (void)socket_instead;
     abort();
 }
 void serve_set_request_timeout(serve_t *s, uint64_t request_timeout_ms)
