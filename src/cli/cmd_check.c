@@ -163,11 +163,6 @@ static int stage_token_files(check_run_t *run)
     if (!run->files || t->n_files == 0)
         return 0;
     char key[64];
-    for (size_t i = 0; i < t->n_files; i++) {
-        snprintf(key, sizeof key, "admission.token.files[%zu]", i);
-        if (check_opens(run, key, t->files[i]) < 0)
-            return -1;
-    }
     token_set_t *set = token_set_load((const char *const *)t->files, t->n_files, run->err, sizeof run->err);
     token_set_unref(set);
     if (set)

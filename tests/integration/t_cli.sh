@@ -65,7 +65,7 @@ refused "$TMP/cert.yaml" "$TMP/cert.yaml:5:12: listeners[0].tls.key: $TMP/no.key
 { base; printf 'admin:\n  token_file: %s\n' "$TMP/no.token"; } >"$TMP/admin-token.yaml"
 refused "$TMP/admin-token.yaml" "$TMP/admin-token.yaml:8:15: admin.token_file: token file $TMP/no.token: No such file or directory"
 { base; printf 'admission:\n  token:\n    files:\n      - %s\n' "$TMP/no.tokens"; } >"$TMP/adm-token.yaml"
-refused "$TMP/adm-token.yaml" "$TMP/adm-token.yaml:10:9: admission.token.files[0]: $TMP/no.tokens: cannot open: No such file or directory"
+refused "$TMP/adm-token.yaml" "$TMP/adm-token.yaml:10:9: admission.token.files[0]: token file $TMP/no.tokens: No such file or directory"
 # The Kubernetes source's files: check --files only (run retries the source).
 printf 'listeners:\n  - address: "127.0.0.1:0"\nenforcement:\n  kubernetes:\n    server: https://127.0.0.1:1\n    ca_file: %s\n' \
   "$TMP/no-ca.crt" >"$TMP/kube.yaml"
