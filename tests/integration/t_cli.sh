@@ -84,7 +84,8 @@ refused "$TMP/sock.yaml" "$TMP/sock.yaml:8:11: admin.socket: the socket's direct
 note "a token file group or others may read: a warning from check --files, at start and at each reload"
 printf 'tok-%s\n' "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" >"$TMP/admin.token"
 chmod 0644 "$TMP/admin.token"
-{ base; printf 'admin:\n  address: "127.0.0.1:%s"\n  token_file: %s\n' "$(free_port)" "$TMP/admin.token"; } >"$TMP/mode.yaml"
+ADMIN_ADDR="127.0.0.1:$(free_port)"
+{ base; printf 'admin:\n  address: "%s"\n  token_file: %s\n' "$ADMIN_ADDR" "$TMP/admin.token"; } >"$TMP/mode.yaml"
 "$SKEWGATE_BIN" check --files -c "$TMP/mode.yaml" >"$TMP/out" 2>"$TMP/err" || fail "check --files refused a 0644 token: $(cat "$TMP/err")"
 [ "$(cat "$TMP/err")" = "warning: $TMP/mode.yaml:9:15: admin.token_file: $TMP/admin.token is mode 0644: every local user may read the token; chmod 0600 it, owned by the gate's user" ] ||
   fail "check --files warning: $(cat "$TMP/err")"
@@ -106,5 +107,18 @@ wait_until 10 started || fail "the gate did not start: $(cat "$GATE_LOG")"
 kill -HUP "$GATE_PID"
 reloaded() { [ "$(warnings)" = 2 ]; }
 wait_until 10 reloaded || fail "reload: $(warnings) token_file_mode warnings: $(cat "$GATE_LOG")"
+
+note "status shows the source's last error (the object file holds no MachineConfiguration)"
+"$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" >"$TMP/status" 2>&1 || true
+why=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["msg"].replace(" (keeping the last good view)", ""))' \
+  "$(grep -m1 '"event":"source_error"' "$GATE_LOG")")
+[ -n "$why" ] || fail "the gate logged no source_error: $(cat "$GATE_LOG")"
+grep -qF "Last error:  $why (" "$TMP/status" || fail "status shows no last error ($why): $(cat "$TMP/status")"
+"$SKEWGATE_BIN" status -o json --admin "$ADMIN_ADDR" >"$TMP/status.json" 2>/dev/null || true
+python3 - "$TMP/status.json" "$why" <<'PY' || fail "status -o json: $(cat "$TMP/status.json")"
+import json, sys
+e = json.load(open(sys.argv[1]))["lastError"]
+assert e["message"] == sys.argv[2] and e["at"].endswith("Z"), e
+PY
 gate_stop
 echo PASS
