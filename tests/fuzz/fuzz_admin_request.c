@@ -54,6 +54,11 @@ double source_last_sync(const source_t *src)
     (void)src;
     abort();
 }
+const char *source_last_error(const source_t *src, double *at)
+{
+    (void)src, (void)at;
+    abort();
+}
 int scrape_init(scrape_t *s, verdict_ctl_t *ctl, const metrics_worker_t *const *workers, size_t n_workers)
 {
     (void)s, (void)ctl, (void)workers, (void)n_workers;
