@@ -36,6 +36,14 @@ HEADERS  := $(shell find include src -name '*.h')
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_OBJ := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%.o)
 
+# skewgate --version: the release, and the commit when the build can ask
+# git (a tree without .git, such as the Containerfile's build stage, is
+# given COMMIT= or has none). The stamp changes only when these do, so
+# main.o is rebuilt then and only then.
+VERSION  := 0.1.0
+COMMIT   ?= $(shell git -C $(CURDIR) describe --always --dirty --abbrev=12 --exclude='*' 2>/dev/null)
+VERSION_STAMP := $(BUILD)/version.stamp
+
 BIN      := $(BUILD)/skewgate
 LIB      := $(BUILD)/libskewgate.a
 UNIT_BIN := $(BUILD)/unit-tests
@@ -55,6 +63,15 @@ $(BUILD)/unit/%.o: tests/unit/%.c $(HEADERS) | $(BUILD)/unit
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
+
+.PHONY: FORCE
+$(VERSION_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(VERSION) $(COMMIT)' >$@.new
+	@cmp -s $@.new $@ && rm -f $@.new || mv -f $@.new $@
+
+$(BUILD)/obj/cli/main.o: $(VERSION_STAMP)
+$(BUILD)/obj/cli/main.o: CFLAGS += -DSKEWGATE_RELEASE='"$(VERSION)"' -DSKEWGATE_COMMIT='"$(COMMIT)"'
 
 $(BIN): $(BUILD)/obj/cli/main.o $(LIB)
 	$(CC) $(OPT) -o $@ $^ $(LDLIBS)

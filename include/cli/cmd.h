@@ -17,6 +17,17 @@ struct config;
  * (certificates, keys, CA and token files) load. A reload runs it too.
  * 0, or -1 with "FILE: problem" in err. */
 int check_config_files(struct config *cfg, char *err, size_t errlen);
+/* The part of it `run` cannot start without (certificates, keys, the
+ * upstream CA, admin.token_file, admin.socket's directory, the admission
+ * token files; not the Kubernetes source's, which it retries), so that a
+ * start-up error names the key and its file:line:column too. */
+int check_config_start(struct config *cfg, char *err, size_t errlen);
+/* Token files (admin.token_file, admission.token.files, a configured
+ * enforcement.kubernetes.token_file) that group or others may read: one
+ * call of warn each, "FILE:LINE:COL: KEY: PATH is mode 0644: ...". `check
+ * --files` prints them, `run` logs them at start and on each reload. */
+typedef void (*check_warn_fn)(const char *msg, void *arg);
+void check_config_warnings(const struct config *cfg, check_warn_fn warn, void *arg);
 
 /* The configuration a host service reads (deploy/systemd), for the
  * subcommands that default to it. */

@@ -224,8 +224,18 @@ typedef struct config_admission {
     config_admission_machines_t machines;
 } config_admission_t;
 
+/* Where a key naming a file was written: the errors found when a module
+ * opens the file (at start, on SIGHUP, in `check --files`) point there, as
+ * the loader's own do. */
+typedef struct config_origin {
+    char *key;                  /* "listeners[0].tls.certificate", "admission.token.files[1]" */
+    int line, col;
+} config_origin_t;
+
 typedef struct config {
     char *path;                 /* the file it came from */
+    config_origin_t *origins;   /* every key read as a file path, as written */
+    size_t n_origins;
     uint32_t workers;           /* 1..CONFIG_MAX_WORKERS; "auto" (default) is resolved at load to the CPUs
                                    this process may run on (sched_getaffinity) */
     config_listener_t listeners[CONFIG_MAX_LISTENERS];
@@ -259,6 +269,9 @@ void config_free(config_t *cfg);
  * with *len; NULL with "PATH: cannot open|read: why" in err. Not
  * NUL-terminated. */
 char *config_read_file(const char *path, size_t *len, char *err, size_t errlen);
+/* "FILE:LINE:COL: KEY" where key was written, or "FILE: KEY (default)"
+ * where it was not: the start of a message about the file key names. */
+void config_key_where(const config_t *cfg, const char *key, char *buf, size_t len);
 /* One more holder; returns cfg. */
 config_t *config_ref(config_t *cfg);
 /* One holder less: the last frees it (config_free). NULL is ignored. */

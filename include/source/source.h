@@ -37,6 +37,8 @@ struct source {
     source_update_fn update;
     void *arg;
     double last_sync;   /* wall-clock seconds of the last confirmed view; 0 = never */
+    char last_error[512];   /* why it last failed ("" never), kept after it recovers */
+    double last_error_at;   /* wall-clock seconds of that failure */
 };
 
 /* Starts watching; may report the first view before it returns. 0 or -1. */
@@ -46,6 +48,9 @@ const char *source_kind(const source_t *src);
 /* When the source last confirmed its view (Unix seconds, 0 = never): for
  * staleness and skewgate_source_last_sync_timestamp_seconds. */
 double source_last_sync(const source_t *src);
+/* Why the source last failed and when (wall-clock seconds), for GET
+ * /verdict and `skewgate status`; NULL when it never failed. */
+const char *source_last_error(const source_t *src, double *at);
 /* For skewgate_source_reconnects_total. */
 uint64_t source_reconnects(const source_t *src);
 
@@ -54,6 +59,8 @@ void source_init(source_t *src, const source_ops_t *ops, struct event_base *base
                  source_update_fn update, void *arg);
 /* The current view was confirmed just now, unchanged. */
 void source_synced(source_t *src);
+/* Records why the source failed just now (source_last_error). */
+void source_error(source_t *src, const char *why);
 /* Reports a view; PRESENT and ABSENT count as a sync. */
 void source_report(source_t *src, source_state_t state, json_t *object);
 

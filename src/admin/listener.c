@@ -59,8 +59,21 @@ static json_t *admin_override_json(const verdict_t *v)
                                        : json_null());
 }
 
-/* The verdict, which source decided it and when that source last
- * confirmed its view (RFC 3339 UTC, null: never). */
+/* Wall-clock seconds as RFC 3339 UTC with milliseconds. */
+static json_t *admin_when_json(double t)
+{
+    time_t sec = (time_t)t;
+    struct tm tm;
+    char when[48];
+    gmtime_r(&sec, &tm);
+    size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(when + n, sizeof when - n, ".%03dZ", (int)((t - (double)sec) * 1000));
+    return json_string(when);
+}
+
+/* The verdict, which source decided it, when that source last confirmed
+ * its view (RFC 3339 UTC, null: never) and why it last failed ({message,
+ * at}, null: never). */
 static json_t *admin_verdict_json(const admin_t *a)
 {
     json_t *j = verdict_to_json(verdict_ctl_current(a->ctl));
@@ -68,18 +81,11 @@ static json_t *admin_verdict_json(const admin_t *a)
     if (!j || !src)
         return j;
     json_object_set_new(j, "source", json_string(source_kind(src)));
-    double last = source_last_sync(src);
-    if (last > 0) {
-        time_t sec = (time_t)last;
-        struct tm tm;
-        char when[48];
-        gmtime_r(&sec, &tm);
-        size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-        snprintf(when + n, sizeof when - n, ".%03dZ", (int)((last - (double)sec) * 1000));
-        json_object_set_new(j, "lastSync", json_string(when));
-    } else {
-        json_object_set_new(j, "lastSync", json_null());
-    }
+    double last = source_last_sync(src), failed_at;
+    json_object_set_new(j, "lastSync", last > 0 ? admin_when_json(last) : json_null());
+    const char *why = source_last_error(src, &failed_at);
+    json_object_set_new(j, "lastError", why ? json_pack("{s:s, s:o}", "message", why, "at", admin_when_json(failed_at))
+                                            : json_null());
     json_object_set_new(j, "override", admin_override_json(verdict_ctl_current(a->ctl)));
     return j;
 }
@@ -242,7 +248,7 @@ admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, uint64_
         admin_free(a);
         return NULL;
     }
-    serve_require_credential(a->serve, &a->cred);
+    serve_require_credential(a->serve, &a->cred, cfg->socket);
     if (!cfg->socket && !cfg->token_file)
         log_msg(LOG_WARN, "admin_readonly", "neither admin.socket nor admin.token_file is set: the admin API "
                 "refuses overrides (403) until one is configured");

@@ -40,6 +40,7 @@ struct serve {
     void *arg;
     char *socket_path;          /* a unix socket: every route allowed, the file removed at free */
     credential_t *cred;         /* TCP: what a mutating route asks */
+    char *socket_instead;       /* TCP: admin.socket, where changes go when no token is configured */
     struct timeval request_timeout;
     serve_conn_t *conns;        /* open connections, for serve_conn_of */
 };
@@ -125,6 +126,15 @@ static bool serve_authorized(const serve_t *s, struct evhttp_request *req)
         return false;
     case CREDENTIAL_UNCONFIGURED:
         break;
+    }
+    if (s->socket_instead) {
+        char text[CONFIG_SOCKET_PATH_MAX + 256];
+        snprintf(text, sizeof text,
+                 "changes over TCP need admin.token_file, which is not set: send them to the admin socket %s "
+                 "instead (skewgate override --admin %s, or -c with the gate's configuration)",
+                 s->socket_instead, s->socket_instead);
+        serve_text(req, 403, "Forbidden", text);
+        return false;
     }
     serve_text(req, 403, "Forbidden",
                "changes need a credential and none is configured: set admin.socket (a unix socket, mode 0600) "
@@ -407,9 +417,11 @@ serve_t *serve_start_unix(struct event_base *base, const char *path, const char 
     return s;
 }
 
-void serve_require_credential(serve_t *s, credential_t *cred)
+void serve_require_credential(serve_t *s, credential_t *cred, const char *socket_instead)
 {
     s->cred = cred;
+    free(s->socket_instead);
+    s->socket_instead = socket_instead ? strdup(socket_instead) : NULL;
 }
 
 void serve_set_request_timeout(serve_t *s, uint64_t request_timeout_ms)
@@ -428,6 +440,7 @@ void serve_free(serve_t *s)
         unlink(s->socket_path);
         free(s->socket_path);
     }
+    free(s->socket_instead);
     /* evhttp_free closed the attached connections (serve_conn_closed);
      * the rest are not evhttp's any more. */
     while (s->conns) {

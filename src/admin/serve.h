@@ -54,8 +54,8 @@ serve_t *serve_start_unix(struct event_base *base, const char *path, const char 
                           size_t errlen);
 /* Over TCP, a change (not GET or HEAD) needs cred's bearer token
  * (borrowed; NULL or never set: refused, 403, telling how to configure
- * one). */
-void serve_require_credential(serve_t *s, credential_t *cred);
+ * one, or, with socket_instead (copied: admin.socket), to use that). */
+void serve_require_credential(serve_t *s, credential_t *cred, const char *socket_instead);
 /* A reload's limits.header_timeout: the deadline of each request from
  * now on (one being read keeps the deadline it has). */
 void serve_set_request_timeout(serve_t *s, uint64_t request_timeout_ms);

@@ -1,7 +1,11 @@
 /* skewgate check: validates a configuration the way `run` would load it,
  * without binding or connecting, in the habit of `nginx -t`. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli/cmd.h"
 #include "conf/config.h"
@@ -25,34 +29,72 @@ static int stage_load_config(check_run_t *run)
     return run->cfg ? 0 : -1;
 }
 
+/* A file a key names cannot be opened: "WHERE: PATH: cannot open: why",
+ * WHERE the key's file:line:column (config_key_where). */
+static int check_opens(check_run_t *run, const char *key, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    int e = errno;
+    char where[CONFIG_ERR_LEN / 2];
+    config_key_where(run->cfg, key, where, sizeof where);
+    snprintf(run->err, sizeof run->err, "%s: %s: cannot open: %s", where, path, strerror(e));
+    return -1;
+}
+
+/* A module refused a file the key names (run->err says why): where first. */
+static int check_failed_at(check_run_t *run, const char *key)
+{
+    char where[CONFIG_ERR_LEN / 2], why[CONFIG_ERR_LEN];
+    snprintf(why, sizeof why, "%s", run->err);
+    config_key_where(run->cfg, key, where, sizeof where);
+    if (snprintf(run->err, sizeof run->err, "%s: %s", where, why) >= (int)sizeof run->err)
+        run->err[sizeof run->err - 2] = '~';    /* cut short; the where and the start of why are there */
+    return -1;
+}
+
 /* --files: the certificates, keys and CA files load as `run` would load
  * them, so a broken certificate is found before a restart or reload. */
 static int stage_tls_files(check_run_t *run)
 {
     if (!run->files)
         return 0;
-    for (size_t i = 0; i < run->cfg->n_listeners; i++)
-        if (tls_check_listener(&run->cfg->listeners[i].tls, run->err, sizeof run->err) < 0)
+    for (size_t i = 0; i < run->cfg->n_listeners; i++) {
+        const config_tls_server_t *tls = &run->cfg->listeners[i].tls;
+        if (!tls->enabled)
+            continue;
+        char cert_key[64], key_key[64];
+        snprintf(cert_key, sizeof cert_key, "listeners[%zu].tls.certificate", i);
+        snprintf(key_key, sizeof key_key, "listeners[%zu].tls.key", i);
+        if (check_opens(run, cert_key, tls->certificate) < 0 || check_opens(run, key_key, tls->key) < 0)
             return -1;
-    return tls_check_upstream(&run->cfg->upstream, run->err, sizeof run->err);
+        /* tls says "tls: key ..." for what is wrong with the key, and the
+         * certificate otherwise (a mismatch names both). */
+        if (tls_check_listener(tls, run->err, sizeof run->err) < 0)
+            return check_failed_at(run, !strncmp(run->err, "tls: key ", 9) ? key_key : cert_key);
+    }
+    const config_upstream_t *up = &run->cfg->upstream;
+    if (up->tls && up->ca_file && check_opens(run, "upstream.ca_file", up->ca_file) < 0)
+        return -1;
+    if (tls_check_upstream(up, run->err, sizeof run->err) < 0)
+        return check_failed_at(run, "upstream");
+    return 0;
 }
 
-/* A token file as kube_token reads it; what names its key in the error. */
-static int check_token_file(check_run_t *run, const char *path, const char *what)
+/* A token file as kube_token reads it; key names it in the error. */
+static int check_token_file(check_run_t *run, const char *path, const char *key)
 {
     kube_token_t token;
     if (kube_token_init(&token, path) < 0) {
         snprintf(run->err, sizeof run->err, "out of memory");
         return -1;
     }
-    char err[256];
-    int rc = kube_token_refresh(&token, err, sizeof err);
+    int rc = kube_token_refresh(&token, run->err, sizeof run->err);
     kube_token_free(&token);
-    if (rc < 0) {
-        snprintf(run->err, sizeof run->err, "%s: %s", what, err);
-        return -1;
-    }
-    return 0;
+    return rc < 0 ? check_failed_at(run, key) : 0;
 }
 
 /* --files with the Kubernetes source or admission.machines (which uses
@@ -65,13 +107,15 @@ static int stage_kube_files(check_run_t *run)
         return 0;
     const config_source_kube_t *k = &e->kubernetes;
     if (strncmp(k->server, "http://", 7) != 0) {
+        if (k->ca_file && *k->ca_file && check_opens(run, "enforcement.kubernetes.ca_file", k->ca_file) < 0)
+            return -1;
         SSL_CTX *ctx = tls_api_ctx_new(k->ca_file, k->insecure_skip_tls_verify, run->err,
                                        sizeof run->err);
         if (!ctx)
-            return -1;
+            return check_failed_at(run, "enforcement.kubernetes.ca_file");
         SSL_CTX_free(ctx);
     }
-    return check_token_file(run, k->token_file, "enforcement.kubernetes");
+    return check_token_file(run, k->token_file, "enforcement.kubernetes.token_file");
 }
 
 /* --files with admin.token_file: the token reads, as the gate reads it at
@@ -84,6 +128,33 @@ static int stage_admin_files(check_run_t *run)
     return check_token_file(run, a->token_file, "admin.token_file");
 }
 
+/* --files with admin.socket: its directory exists, as `run` needs to
+ * create the socket there (a missing one fails its bind). */
+static int stage_admin_socket(check_run_t *run)
+{
+    const config_admin_t *a = &run->cfg->admin;
+    if (!run->files || !a->enabled || !a->socket)
+        return 0;
+    char dir[CONFIG_SOCKET_PATH_MAX + 1];
+    snprintf(dir, sizeof dir, "%s", a->socket);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    struct stat st;
+    const char *problem = stat(dir, &st) != 0 ? strerror(errno) : !S_ISDIR(st.st_mode) ? "not a directory" : NULL;
+    if (!problem)
+        return 0;
+    char where[CONFIG_ERR_LEN / 2];
+    config_key_where(run->cfg, "admin.socket", where, sizeof where);
+    snprintf(run->err, sizeof run->err, "%s: the socket's directory %s: %s (the gate creates the socket, not "
+             "its directory)", where, dir, problem);
+    return -1;
+}
+
 /* --files with admission.token: every token file holds a usable token,
  * as `run` requires at start (the error names the file, never a token). */
 static int stage_token_files(check_run_t *run)
@@ -91,9 +162,18 @@ static int stage_token_files(check_run_t *run)
     const config_admission_token_t *t = &run->cfg->admission.token;
     if (!run->files || t->n_files == 0)
         return 0;
+    char key[64];
     token_set_t *set = token_set_load((const char *const *)t->files, t->n_files, run->err, sizeof run->err);
     token_set_unref(set);
-    return set ? 0 : -1;
+    if (set)
+        return 0;
+    /* Its message names the file: point at the key that named it. */
+    for (size_t i = 0; i < t->n_files; i++)
+        if (strstr(run->err, t->files[i])) {
+            snprintf(key, sizeof key, "admission.token.files[%zu]", i);
+            return check_failed_at(run, key);
+        }
+    return check_failed_at(run, "admission.token.files");
 }
 
 /* Run in order while they pass. Stages after loading see run->cfg and vouch
@@ -104,8 +184,69 @@ static const check_stage_fn check_stages[] = {
     stage_tls_files,
     stage_kube_files,
     stage_admin_files,
+    stage_admin_socket,
     stage_token_files,
 };
+
+/* A token file that its group or others may read: one line for warn. */
+static void warn_token_mode(const config_t *cfg, const char *key, const char *path, check_warn_fn warn, void *arg)
+{
+    struct stat st;
+    if (!path || stat(path, &st) != 0 || !(st.st_mode & (S_IRGRP | S_IROTH)))
+        return;
+    char where[CONFIG_ERR_LEN / 2], msg[CONFIG_ERR_LEN];
+    config_key_where(cfg, key, where, sizeof where);
+    if (snprintf(msg, sizeof msg, "%s: %s is mode %04o: %s may read the token; chmod 0600 it, owned by the "
+                 "gate's user", where, path, (unsigned)(st.st_mode & 07777),
+                 st.st_mode & S_IROTH ? "every local user" : "its group") >= (int)sizeof msg)
+        msg[sizeof msg - 2] = '~';
+    warn(msg, arg);
+}
+
+static bool key_written(const config_t *cfg, const char *key)
+{
+    for (size_t i = 0; i < cfg->n_origins; i++)
+        if (!strcmp(cfg->origins[i].key, key))
+            return true;
+    return false;
+}
+
+void check_config_warnings(const config_t *cfg, check_warn_fn warn, void *arg)
+{
+    if (cfg->admin.enabled)
+        warn_token_mode(cfg, "admin.token_file", cfg->admin.token_file, warn, arg);
+    char key[64];
+    for (size_t i = 0; i < cfg->admission.token.n_files; i++) {
+        snprintf(key, sizeof key, "admission.token.files[%zu]", i);
+        warn_token_mode(cfg, key, cfg->admission.token.files[i], warn, arg);
+    }
+    /* The default, the service account's token, is the kubelet's to mount
+     * (0644 in every pod: the container is the boundary there). */
+    const config_enforcement_t *e = &cfg->enforcement;
+    if ((e->source == SOURCE_KIND_KUBERNETES || cfg->admission.machines.enabled) &&
+        key_written(cfg, "enforcement.kubernetes.token_file"))
+        warn_token_mode(cfg, "enforcement.kubernetes.token_file", e->kubernetes.token_file, warn, arg);
+}
+
+/* What `run` cannot start without (the Kubernetes source's files it
+ * retries instead: a token mounted late is not fatal). */
+static const check_stage_fn start_stages[] = {
+    stage_tls_files,
+    stage_admin_files,
+    stage_admin_socket,
+    stage_token_files,
+};
+
+int check_config_start(config_t *cfg, char *err, size_t errlen)
+{
+    check_run_t run = {.path = cfg->path, .files = true, .cfg = cfg};
+    for (size_t i = 0; i < sizeof start_stages / sizeof start_stages[0]; i++)
+        if (start_stages[i](&run) < 0) {
+            snprintf(err, errlen, "%s", run.err);
+            return -1;
+        }
+    return 0;
+}
 
 int check_config_files(config_t *cfg, char *err, size_t errlen)
 {
@@ -164,6 +305,12 @@ static int check_args(int argc, char **argv, const char **path, bool *files)
     return 0;
 }
 
+static void check_print_warning(const char *msg, void *arg)
+{
+    (void)arg;
+    fprintf(stderr, "warning: %s\n", msg);
+}
+
 int cmd_check(int argc, char **argv)
 {
     const char *path;
@@ -182,6 +329,8 @@ int cmd_check(int argc, char **argv)
         fprintf(stderr, "%s\n", run.err);
         return 2;
     }
+    if (files)
+        check_config_warnings(run.cfg, check_print_warning, NULL);
     printf("%s: ok\n", path);
     /* The admission policies need more than the gate's base ClusterRole
      * (deploy/kubernetes/components/admission-machines): say what. */

@@ -90,8 +90,12 @@ int cmd_override(int argc, char **argv)
     }
     const char *action = optind + 1 == argc ? argv[optind] : NULL;
     uint64_t ms = 0;
-    if (!action || (config_path && admin) || (cluster && (admin || token_file)) || (kubeconfig && !cluster) ||
-        (strcmp(action, "admit") && strcmp(action, "reject") && strcmp(action, "clear"))) {
+    if (action && strcmp(action, "admit") && strcmp(action, "reject") && strcmp(action, "clear")) {
+        fprintf(stderr, "skewgate override: unknown override action '%s': use admit, reject or clear\n\n", action);
+        override_usage(stderr);
+        return 2;
+    }
+    if (!action || (config_path && admin) || (cluster && (admin || token_file)) || (kubeconfig && !cluster)) {
         override_usage(stderr);
         return 2;
     }

@@ -337,6 +337,12 @@ fail:
     return 1;
 }
 
+void gate_log_warning(const char *msg, void *arg)
+{
+    (void)arg;
+    log_msg(LOG_WARN, "token_file_mode", "%s", msg);
+}
+
 int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -372,6 +378,13 @@ int cmd_run(int argc, char **argv)
         return 2;
     }
     log_set_level(g.cfg->log.level);
+    if (check_config_start(g.cfg, err, sizeof err) < 0) {
+        log_msg(LOG_ERROR, "start", "%s", err);
+        fprintf(stderr, "skewgate run: %s\n", err);
+        config_unref(g.cfg);
+        return 1;
+    }
+    check_config_warnings(g.cfg, gate_log_warning, NULL);
     g.reloads.path = path;
     snprintf(g.reloads.sha256, sizeof g.reloads.sha256, "%s", g.cfg->sha256);
     g.reloads.loaded_at = time(NULL);

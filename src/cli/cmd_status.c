@@ -105,7 +105,12 @@ int cmd_status(int argc, char **argv)
         }
     }
     bool json = !strcmp(output, "json");
-    if (optind != argc || (config_path && admin) || (!json && strcmp(output, "text"))) {
+    if (!json && strcmp(output, "text")) {
+        fprintf(stderr, "skewgate status: unknown output format '%s': use text or json\n\n", output);
+        status_usage(stderr);
+        return 2;
+    }
+    if (optind != argc || (config_path && admin)) {
         status_usage(stderr);
         return 2;
     }

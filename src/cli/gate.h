@@ -51,6 +51,8 @@ typedef struct gate {
 source_t *gate_new_source(gate_t *g, const config_t *cfg);
 /* Logs a listener the gate now serves, with the port the kernel gave. */
 void gate_log_listening(const config_listener_t *lc, const struct sockaddr_storage *ss);
+/* check_config_warnings's warn for the gate: a token_file_mode warning in the log. */
+void gate_log_warning(const char *msg, void *arg);
 
 /* Sets up what reloads need (the acknowledgement eventfd). 0 or -1. */
 int gate_reload_init(gate_t *g, char *err, size_t errlen);

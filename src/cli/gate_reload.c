@@ -196,6 +196,7 @@ void gate_reload(gate_t *g)
         reload_refused(g, named);
         return;
     }
+    check_config_warnings(p.cfg, gate_log_warning, NULL);
     reload_commit(g, &p);
 }
 

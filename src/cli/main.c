@@ -20,6 +20,24 @@ static const struct subcommand subcommands[] = {
     {"redirect", cmd_redirect, "install, remove or check the node-local nftables redirect"},
 };
 
+/* The Makefile says both; a build by other means says it is unknown. */
+#ifndef SKEWGATE_RELEASE
+#define SKEWGATE_RELEASE "unknown"
+#endif
+#ifndef SKEWGATE_COMMIT
+#define SKEWGATE_COMMIT ""
+#endif
+
+/* "skewgate 0.1.0 (commit 23d7e4c1a2b3)", without the commit when the build
+ * did not know it. */
+static void version(void)
+{
+    printf("skewgate %s", SKEWGATE_RELEASE);
+    if (*SKEWGATE_COMMIT)
+        printf(" (commit %s)", SKEWGATE_COMMIT);
+    printf("\n");
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -32,7 +50,8 @@ static void usage(FILE *out)
             "subcommands:\n");
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
-    fprintf(out, "\n'skewgate SUBCOMMAND --help' describes each.\n");
+    fprintf(out, "\n'skewgate SUBCOMMAND --help' describes each; 'skewgate --version' (-V)\n"
+                 "prints the version and the commit it was built from.\n");
 }
 
 int main(int argc, char **argv)
@@ -44,6 +63,10 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+        version();
+        return fflush(stdout) == 0 ? 0 : 1;
     }
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         if (!strcmp(argv[1], subcommands[i].name))

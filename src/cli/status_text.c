@@ -93,6 +93,12 @@ static void status_print_verdict(FILE *out, const json_t *v, const char *not_rea
     status_when(json_string_value(json_object_get(v, "lastSync")), now, when, sizeof when);
     fprintf(out, "Source:      %s, %s%s; last sync %s\n", status_str(v, "source"), not_ready ? "NOT READY: " : "healthy",
             not_ready ? not_ready : "", when);
+    /* Kept after the source recovers: the time tells whether it is news. */
+    const json_t *failed = json_object_get(v, "lastError");
+    if (json_is_object(failed)) {
+        status_when(json_string_value(json_object_get(failed, "at")), now, when, sizeof when);
+        fprintf(out, "Last error:  %s (%s)\n", status_str(failed, "message"), when);
+    }
 
     const json_t *o = json_object_get(v, "override");
     if (json_is_object(o)) {

@@ -854,6 +854,16 @@ config_t *config_load(const char *path, char *err, size_t errlen)
     return cfg;
 }
 
+void config_key_where(const config_t *cfg, const char *key, char *buf, size_t len)
+{
+    for (size_t i = 0; i < cfg->n_origins; i++)
+        if (!strcmp(cfg->origins[i].key, key)) {
+            snprintf(buf, len, "%s:%d:%d: %s", cfg->path, cfg->origins[i].line, cfg->origins[i].col, key);
+            return;
+        }
+    snprintf(buf, len, "%s: %s (default)", cfg->path, key);
+}
+
 config_t *config_ref(config_t *cfg)
 {
     refcount_hold(&cfg->refs);
@@ -895,6 +905,9 @@ void config_free(config_t *cfg)
     free(cfg->admission.machines.cluster_api_namespace);
     for (size_t i = 0; i < cfg->gate.n_prefixes; i++)
         free(cfg->gate.prefixes[i]);
+    for (size_t i = 0; i < cfg->n_origins; i++)
+        free(cfg->origins[i].key);
+    free(cfg->origins);
     free(cfg->path);
     free(cfg);
 }

@@ -401,6 +401,21 @@ int schema_read_string(loader_t *ld, const ynode_t *node, const field_t *f, void
     return s ? schema_set_string(ld, node, dst, s) : -1;
 }
 
+/* Remembers in the config where the key being read was written. */
+static int schema_note_origin(loader_t *ld, const ynode_t *node)
+{
+    config_t *cfg = ld->cfg;
+    config_origin_t *grown = realloc(cfg->origins, (cfg->n_origins + 1) * sizeof *grown);
+    if (!grown)
+        return schema_fail_oom(ld, node);
+    cfg->origins = grown;
+    char *key = strdup(ld->path);
+    if (!key)
+        return schema_fail_oom(ld, node);
+    cfg->origins[cfg->n_origins++] = (config_origin_t){key, node->line, node->col};
+    return 0;
+}
+
 int schema_read_path(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
 {
     (void)f;
@@ -409,6 +424,8 @@ int schema_read_path(loader_t *ld, const ynode_t *node, const field_t *f, void *
         return -1;
     if (!*s)
         return schema_fail(ld, node, ld->path, "must name a file (remove the key to use the default)");
+    if (schema_note_origin(ld, node) < 0)
+        return -1;
     if (s[0] == '/' || !ld->dir)
         return schema_set_string(ld, node, dst, s);
     char *joined;

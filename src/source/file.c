@@ -115,6 +115,7 @@ static void fail(source_file_t *f, const char *why)
         return;
     snprintf(f->error, sizeof f->error, "%s", why);
     log_msg(LOG_WARN, "source_error", "%s (keeping the last good view)", why);
+    source_error(&f->base, why);
     f->state = SOURCE_FAILING;
     source_report(&f->base, SOURCE_FAILING, f->object);
 }

@@ -88,12 +88,19 @@ static void on_failing(void *arg)
     source_report(&k->base, SOURCE_FAILING, k->object);
 }
 
+static void on_error(void *arg, const char *why)
+{
+    source_kube_t *k = arg;
+    source_error(&k->base, why);
+}
+
 static int kube_start(source_t *src)
 {
     source_kube_t *k = (source_kube_t *)src;
     char err[512], what[300], selector[300];
     if (kube_api_init(&k->api, &k->cfg, err, sizeof err) < 0) {
         log_msg(LOG_ERROR, "source_error", "%s", err);
+        source_error(src, err);
         return -1;
     }
     snprintf(what, sizeof what, "MachineConfiguration %s", k->cfg.name);
@@ -105,7 +112,7 @@ static int kube_start(source_t *src)
         .watch_timeout_ms = k->cfg.watch_timeout_ms,
     };
     static const kube_reflector_cbs_t cbs = {on_list_begin, on_item, on_listed,
-                                             on_event, on_synced, on_failing};
+                                             on_event, on_synced, on_failing, on_error};
     k->reflector = kube_reflector_new(src->base, &k->api, &rcfg, &cbs, k);
     if (!k->reflector) {
         log_msg(LOG_ERROR, "source_error", "kubernetes source: out of memory");

@@ -247,7 +247,7 @@ int machines_watch_start(machines_watch_t *m)
     }
     m->api_ready = true;
     static const kube_reflector_cbs_t cbs = {on_list_begin, on_item, on_listed,
-                                             on_event, on_synced, on_failing};
+                                             on_event, on_synced, on_failing, NULL};
     for (size_t i = 0; i < m->n_colls; i++) {
         collection_t *c = &m->colls[i];
         kube_reflector_cfg_t rcfg = {

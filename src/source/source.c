@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <time.h>
 
 #include "source/source.h"
@@ -23,6 +24,25 @@ double source_last_sync(const source_t *src) { return src->last_sync; }
 uint64_t source_reconnects(const source_t *src)
 {
     return src->ops->reconnects ? src->ops->reconnects(src) : 0;
+}
+
+const char *source_last_error(const source_t *src, double *at)
+{
+    *at = src->last_error_at;
+    return src->last_error[0] ? src->last_error : NULL;
+}
+
+static double wall_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (double)now.tv_sec + now.tv_nsec / 1e9;
+}
+
+void source_error(source_t *src, const char *why)
+{
+    snprintf(src->last_error, sizeof src->last_error, "%s", why);
+    src->last_error_at = wall_now();
 }
 
 void source_synced(source_t *src)

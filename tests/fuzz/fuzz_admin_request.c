@@ -54,6 +54,11 @@ double source_last_sync(const source_t *src)
     (void)src;
     abort();
 }
+const char *source_last_error(const source_t *src, double *at)
+{
+    (void)src, (void)at;
+    abort();
+}
 int scrape_init(scrape_t *s, verdict_ctl_t *ctl, const metrics_worker_t *const *workers, size_t n_workers)
 {
     (void)s, (void)ctl, (void)workers, (void)n_workers;
@@ -83,9 +88,9 @@ serve_t *serve_start_unix(struct event_base *base, const char *path, const char 
     (void)base, (void)path, (void)name, (void)request_timeout_ms, (void)routes, (void)arg, (void)err, (void)errlen;
     abort();
 }
-void serve_require_credential(serve_t *s, credential_t *cred)
+void serve_require_credential(serve_t *s, credential_t *cred, const char *socket_instead)
 {
-    (void)s, (void)cred;
+    (void)s, (void)cred, (void)socket_instead;
     abort();
 }
 void serve_set_request_timeout(serve_t *s, uint64_t request_timeout_ms)

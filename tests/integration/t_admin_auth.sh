@@ -142,6 +142,17 @@ grep -q '"event":"admin_readonly"' "$GATE_LOG" || fail "no warning at start"
 gate_stop
 cat "$GATE_LOG" >>"$TMP/all-logs"
 
+note "socket but no token: a change over TCP is refused (403) saying to use the socket"
+gate_config "$TMP/sock-only.yaml" hold "$object"
+gate_start "$TMP/sock-only.yaml"
+wait_until 10 curl -sf -o /dev/null "$ADMIN/readyz" || fail "socket-only gate not ready"
+[ "$(tcp_post)" = 403 ] || fail "a change over TCP with no token configured: $(cat "$TMP/answer")"
+grep -q "send them to the admin socket $SOCK instead" "$TMP/answer" || fail "the 403 does not point at the socket: $(cat "$TMP/answer")"
+! grep -q "none is configured" "$TMP/answer" || fail "the 403 says nothing is configured: $(cat "$TMP/answer")"
+[ "$(admin_post /override action=clear)" = 200 ] || fail "the socket it points at refuses: $(cat "$TMP/answer")"
+gate_stop
+cat "$GATE_LOG" >>"$TMP/all-logs"
+
 note "no token in any log line or output (debug logs, right and wrong tokens sent)"
 cat "$CLI_OUT" >>"$TMP/all-logs"
 [ "$(grep -c '"level":"debug"' "$TMP/all-logs")" -gt 0 ] || fail "the logs hold no debug line: the check would prove little"

@@ -1,44 +1,44 @@
 #!/usr/bin/env bash
-# deploy/kubernetes/components/admission-machines: an overlay that adds it
+# deploy/kubernetes/components/admission-machines (and
+# admission-machines-cluster-api beside it): an overlay that adds them
 # renders offline (`kubectl kustomize`), adds to the gate's service account
-# exactly get/list/watch on nodes (cluster-wide) and on machines of both
-# API groups in their namespaces, and those are the rules `skewgate check`
-# prints for a config with admission.machines (and cluster_api) on.
+# exactly get/list/watch on nodes (cluster-wide) and on machines in their
+# namespaces, and those are the rules `skewgate check` prints for a config
+# with admission.machines on (and cluster_api on with the second). The
+# first component names no namespace but openshift-machine-api: a Role in
+# openshift-cluster-api, which only clusters running the Cluster API have,
+# would fail the whole `oc apply` everywhere else.
 . "$(dirname "$0")/lib.sh"
 command -v kubectl >/dev/null || fail "kubectl is not installed"
 export KUBECONFIG="$TMP/no-cluster"
 : >"$KUBECONFIG"
 
-note "an overlay with the component renders offline"
+note "overlays with the components render offline"
 cp -r "$ROOT/deploy/kubernetes" "$TMP/k"
-mkdir "$TMP/k/with-machines"
-cat >"$TMP/k/with-machines/kustomization.yaml" <<'YAML'
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - ../load-balancer
-components:
-  - ../components/admission-machines
-YAML
-kubectl kustomize "$TMP/k/with-machines" >"$TMP/with.yaml" 2>"$TMP/with.err" || fail "kustomize: $(cat "$TMP/with.err")"
+# overlay NAME COMPONENT...: an overlay of load-balancer with those components.
+overlay() {
+  local name=$1 c
+  shift
+  mkdir "$TMP/k/$name"
+  { printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../load-balancer\ncomponents:\n'
+    for c in "$@"; do printf '  - ../components/%s\n' "$c"; done; } >"$TMP/k/$name/kustomization.yaml"
+  kubectl kustomize "$TMP/k/$name" >"$TMP/$name.yaml" 2>"$TMP/$name.err" || fail "kustomize $name: $(cat "$TMP/$name.err")"
+}
+overlay machines admission-machines
+overlay machines-capi admission-machines admission-machines-cluster-api
 kubectl kustomize "$TMP/k/load-balancer" >"$TMP/without.yaml" || fail "kustomize load-balancer"
 
 note "check prints the rules the config needs"
-cat >"$TMP/gate.yaml" <<'YAML'
-listeners:
-  - address: "127.0.0.1:0"
-admission:
-  machines:
-    enabled: true
-    cluster_api:
-      enabled: true
-YAML
+printf 'listeners:\n  - address: "127.0.0.1:0"\nadmission:\n  machines:\n    enabled: true\n' >"$TMP/gate.yaml"
+printf '    cluster_api:\n      enabled: true\n' | cat "$TMP/gate.yaml" - >"$TMP/gate-capi.yaml"
 "$SKEWGATE_BIN" check -c "$TMP/gate.yaml" >"$TMP/check.out" || fail "check refused the config"
+"$SKEWGATE_BIN" check -c "$TMP/gate-capi.yaml" >"$TMP/check-capi.out" || fail "check refused the cluster_api config"
 plain=$(printf 'listeners:\n  - address: "127.0.0.1:0"\n' >"$TMP/plain.yaml"; "$SKEWGATE_BIN" check -c "$TMP/plain.yaml")
 [ "$plain" = "$TMP/plain.yaml: ok" ] || fail "check printed RBAC for a config without admission.machines: $plain"
 
-note "the component grants exactly those rules, and nothing else is changed"
-python3 - "$TMP/with.yaml" "$TMP/without.yaml" "$TMP/check.out" <<'PY' || fail "the component's rules"
+note "each set of components grants exactly those rules, and nothing else is changed"
+rules() {   # RENDERED CHECK_OUTPUT N_RULES NAMESPACES...: the added objects' namespaces, exactly
+python3 - "$@" <<'PY'
 import re, sys, yaml
 with_docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 without = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d]
@@ -72,7 +72,14 @@ for line in open(sys.argv[3]):
         group = m.group(3).strip('"')
         want.add(("ClusterRole" if m.group(1) == "ClusterRole" else "Role", m.group(2) or "", group, m.group(4),
                   tuple(m.group(5).split())))
-assert len(want) == 3, want
+assert len(want) == int(sys.argv[4]), want
 assert rights == want, (sorted(rights), sorted(want))
+namespaces = {d["metadata"]["namespace"] for d in added if "namespace" in d["metadata"]}
+assert namespaces == set(sys.argv[5:]), namespaces
 PY
+}
+rules "$TMP/machines.yaml" "$TMP/without.yaml" "$TMP/check.out" 2 openshift-machine-api ||
+  fail "the admission-machines component's rules"
+rules "$TMP/machines-capi.yaml" "$TMP/without.yaml" "$TMP/check-capi.out" 3 openshift-machine-api openshift-cluster-api ||
+  fail "the rules of both admission-machines components"
 echo PASS

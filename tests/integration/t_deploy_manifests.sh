@@ -208,6 +208,9 @@ for c in everyone:
     assert sc["seccompProfile"] == {"type": "RuntimeDefault"}, c["name"]
     assert sc["capabilities"]["drop"] == ["ALL"], c["name"]
     assert c["image"] in images.values(), (c["name"], c["image"])
+    # Said, not defaulted: for a :latest tag the default is Always, and a
+    # podman-loaded image would never be used.
+    assert c["imagePullPolicy"] == "IfNotPresent", (c["name"], c.get("imagePullPolicy"))
     r = c["resources"]
     assert r["requests"]["cpu"] and r["requests"]["memory"] and r["limits"]["memory"], c["name"]
     assert "cpu" not in r.get("limits", {}), c["name"]
@@ -286,7 +289,12 @@ assert args["upstream"] == "http://127.0.0.1:%d/" % metrics_port, args
 assert args["allow-paths"] == "/metrics"
 proxy_port = port(args["secure-listen-address"])
 assert rbac_proxy["ports"] == [{"name": "metrics", "containerPort": proxy_port, "hostPort": proxy_port}]
-assert 9000 <= proxy_port <= 9999   # OpenShift's host-level service range between cluster hosts
+# Not in a range OpenShift or Kubernetes keep for themselves on the hosts
+# (installation docs, "Network connectivity requirements": 9000-9999 host
+# services, 10250-10259 Kubernetes, 30000-32767 NodePorts), nor in the
+# kernel's ephemeral range, nor one of the gate's own.
+assert not (9000 <= proxy_port <= 9999 or 10250 <= proxy_port <= 10259 or 30000 <= proxy_port), proxy_port
+assert proxy_port not in set(lst) | {admin_port, metrics_port, 22623, 22624}, proxy_port
 tls_mount = mount(rbac_proxy, "metrics-tls")["mountPath"]
 assert args["tls-cert-file"] == tls_mount + "/tls.crt" and args["tls-private-key-file"] == tls_mount + "/tls.key"
 svc = one("Service", None, NS)

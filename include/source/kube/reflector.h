@@ -58,6 +58,9 @@ typedef struct kube_reflector_cbs {
     void (*on_synced)(void *arg);
     /* The first failure after a success (or at the start). */
     void (*on_failing)(void *arg);
+    /* Every failure, with why (as logged); NULL: not wanted. Before
+     * on_failing when both are called. */
+    void (*on_error)(void *arg, const char *why);
 } kube_reflector_cbs_t;
 
 typedef struct kube_reflector_cfg {

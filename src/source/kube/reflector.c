@@ -103,6 +103,8 @@ static void fail(kube_reflector_t *r, const char *fmt, ...)
                        (json_int_t)r->failures));
     r->relist = true;
     retry_in(r, delay);
+    if (r->cbs.on_error)
+        r->cbs.on_error(r->arg, why);
     if (!r->failing) {
         r->failing = true;
         r->cbs.on_failing(r->arg);
