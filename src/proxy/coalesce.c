@@ -121,9 +121,17 @@ static void coalesce_poke(coalesce_worker_t *cw, const coalesce_worker_t *self)
         wakeup_signal(&cw->wake);
 }
 
-/* After the fetch moved on (state or published released before). */
+/* After the fetch moved on (state or published released before).
+ * A reader's worker registers (fetch_or of its bit) and then looks at
+ * state and published; the driver stores those and then looks at the
+ * bits. That is store buffering: C11 lets each side read the other's old
+ * value (x86 too: the driver's store can still sit in its store buffer
+ * when its load of the bits runs), and then the reader waits while no
+ * wake-up comes. A seq_cst fence between the store and the load on each
+ * side forbids it: at least one sees the other's write. */
 static void fetch_wake(coalesce_fetch_t *f, const coalesce_worker_t *self)
 {
+    atomic_thread_fence(memory_order_seq_cst);
     for (unsigned w = 0; w < WORKER_WORDS; w++) {
         uint64_t bits = atomic_load_explicit(&f->workers[w], memory_order_acquire);
         while (bits) {
@@ -269,6 +277,8 @@ static void reader_attach(coalesce_reader_t *r, coalesce_fetch_t *f, coalesce_wo
     f->n_readers++;
     atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
     atomic_fetch_or_explicit(&f->workers[cw->index / 64], 1ull << (cw->index % 64), memory_order_release);
+    /* Before the reader's first look at state (fetch_wake says why). */
+    atomic_thread_fence(memory_order_seq_cst);
 }
 
 coalesce_attach_t coalesce_attach(coalesce_worker_t *cw, const coalesce_key_t *key, coalesce_reader_t *r,
