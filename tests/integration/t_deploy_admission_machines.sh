@@ -5,7 +5,7 @@
 # API groups in their namespaces, and those are the rules `skewgate check`
 # prints for a config with admission.machines (and cluster_api) on.
 . "$(dirname "$0")/lib.sh"
-command -v kubectl >/dev/null || fail "kubectl is not installed"
+need_kubectl
 export KUBECONFIG="$TMP/no-cluster"
 : >"$KUBECONFIG"
 

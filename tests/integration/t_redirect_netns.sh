@@ -13,7 +13,6 @@
 # made. Addresses: 10.231.X.0/30 inside the namespaces, and loopback.
 . "$(dirname "$0")/lib.sh"
 
-skip() { echo "SKIP: $*"; exit 0; }
 [ "$(id -u)" = 0 ] || skip "network namespaces need root (uid $(id -u))"
 master=sg-master-$$-$RANDOM
 node=sg-node-$$-$RANDOM
