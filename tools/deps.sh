@@ -6,7 +6,9 @@ pkgs=(build-essential pkg-config libevent-dev libssl-dev libjansson-dev libyaml-
       libcriterion-dev nginx-light curl openssl ignition python3 python3-yaml procps
       prometheus libnftables-dev nftables iproute2 systemd
       haproxy     # t_proxy_protocol: a real load balancer sending PROXY v2 (and bench/run)
-      kubectl)   # preinstalled on the project's machines (Google Cloud SDK repository, not Debian): t_deploy_*, t_fakeapi_*
+      wrk)        # t_reload: load while the gate reloads (and bench/run)
+# bench/run (make bench, make bench-smoke in CI): its plots.
+pkgs+=(gnuplot-nox)
 # The container image (tools/image.sh, tests/integration/t_image.sh): debootstrap
 # builds its root filesystem, buildah commits it, podman runs it (with runc:
 # crun refuses a hybrid cgroup layout).
@@ -17,6 +19,11 @@ pkgs+=(chromium)
 pkgs+=(clang libclang-rt-14-dev)
 # make soak (tests/soak/run.sh): the memcheck pass. prlimit (util-linux) for t_fault_process.
 pkgs+=(valgrind util-linux)
+# kubectl is not installed here: Debian 12 has no package of it that the
+# tests can use (kubernetes-client is 1.20, whose kustomize cannot render
+# components). The tests that need one check for it themselves and are
+# skipped without it (tests/integration/lib.sh: need_kubectl; the README
+# names them).
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

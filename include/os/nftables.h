@@ -69,7 +69,21 @@ int nftables_listing_has_table(const char *json, const char *table);
  * in why. Handles and the metainfo object are ignored; rule order counts. */
 nftables_state_t nftables_compare(const char *json, const nftables_redirect_t *r, char *why, size_t whylen);
 
+/* Reads the JSON of `list table inet NAME`: how many of its objects
+ * install did not write (sets, maps, other chains, rules that are not its
+ * redirects in its chain...), with the first few named in what ("set
+ * \"blocked\", a rule in chain \"input\""). 0: the table holds only what some
+ * install wrote (whatever its ports), or nothing. -1 when the text is not
+ * such a listing. */
+int nftables_listing_foreign(const char *json, const char *table, char *what, size_t whatlen);
+
 /* --- The kernel, through libnftables. Status convention. */
+
+/* The live table's objects that install did not write, as
+ * nftables_listing_foreign says (0 also when there is no such table); -1
+ * with err. install and remove replace or delete the table whole, so
+ * their caller asks this first. */
+int nftables_foreign(const char *table, char *what, size_t whatlen, char *err, size_t errlen);
 
 /* Runs the install script, then lists the table and compares it, so that
  * 0 means the table is now in place as asked. -1 with err. */

@@ -4,6 +4,7 @@
  * os/nftables' business; this file turns the configuration into its
  * plain values and says what happened. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,14 +17,16 @@ typedef enum { REDIRECT_INSTALL, REDIRECT_REMOVE, REDIRECT_STATUS } redirect_act
 static void redirect_usage(FILE *out)
 {
     fprintf(out,
-            "usage: skewgate redirect install|remove|status [-c FILE]\n"
+            "usage: skewgate redirect install|remove|status [-c FILE] [--force]\n"
             "\n"
             "Manages the node-local redirect: the nftables table redirect.table (family\n"
             "inet, default \"skewgate\") whose nat prerouting chain redirects TCP connections\n"
             "that other hosts make to the MCS's ports (redirect.ports; by default 22623 and\n"
             "22624) to the gate's listeners. The MCS keeps its ports; connections made on\n"
             "this host (the gate's own, over loopback, to the MCS) are not redirected.\n"
-            "Nothing outside that table is touched.\n"
+            "Nothing outside that table is touched, and a table of that name that holds\n"
+            "anything install does not write (a set, another chain, a rule that is not\n"
+            "one of its redirects) is neither replaced nor deleted without --force.\n"
             "\n"
             "  install   create the table, or replace it atomically (idempotent)\n"
             "  remove    delete the table, so that nodes reach the MCS directly again: the\n"
@@ -31,6 +34,8 @@ static void redirect_usage(FILE *out)
             "  status    compare the live table with the configuration\n"
             "\n"
             "  -c, --config FILE   the gate's configuration (default " CLI_DEFAULT_CONFIG ")\n"
+            "  --force             install, remove: replace or delete the table even when it\n"
+            "                      holds objects install did not write (they are lost)\n"
             "  -h, --help          this help\n"
             "\n"
             "Needs CAP_NET_ADMIN in the host's network namespace. While the table is\n"
@@ -38,7 +43,8 @@ static void redirect_usage(FILE *out)
             "retries forever: they wait, none fails.\n"
             "\n"
             "Exit status: 0 done (status: installed exactly as the configuration says),\n"
-            "1 the table is absent or differs (status) or the operation failed, 2 bad usage\n"
+            "1 the table is absent or differs (status) or the operation failed (a table\n"
+            "holding what install did not write, without --force, included), 2 bad usage\n"
             "or configuration.\n");
 }
 
@@ -75,9 +81,37 @@ static int redirect_from_config(const config_t *cfg, nftables_port_t ports[NFTAB
     return 0;
 }
 
-static int redirect_install(const nftables_redirect_t *r)
+/* Whether `action` (install, remove) may replace or delete the live
+ * table: yes when it holds only what install writes, or with force, after
+ * saying what is lost; no after saying what is there and how to go on. */
+static bool may_touch_table(const char *action, const char *table, bool force)
+{
+    char what[512], err[1024];
+    int n = nftables_foreign(table, what, sizeof what, err, sizeof err);
+    if (n < 0) {
+        fprintf(stderr, "skewgate redirect %s: %s\n", action, err);
+        return false;
+    }
+    if (n == 0)
+        return true;
+    if (force) {
+        fprintf(stderr, "skewgate redirect %s: --force: table inet %s held %d object%s that install does not "
+                "write, now gone with it: %s\n", action, table, n, n == 1 ? "" : "s", what);
+        return true;
+    }
+    fprintf(stderr,
+            "skewgate redirect %s: table inet %s holds %d object%s that install does not write: %s; "
+            "it is left as it is (see `nft list table inet %s`): set redirect.table to a name of the gate's own, "
+            "or pass --force to %s it, and them with it\n",
+            action, table, n, n == 1 ? "" : "s", what, table, !strcmp(action, "remove") ? "delete" : "replace");
+    return false;
+}
+
+static int redirect_install(const nftables_redirect_t *r, bool force)
 {
     char err[1024], ports[256];
+    if (!may_touch_table("install", r->table, force))
+        return 1;
     if (nftables_install(r, err, sizeof err) < 0) {
         fprintf(stderr, "skewgate redirect install: %s\n", err);
         return 1;
@@ -87,10 +121,12 @@ static int redirect_install(const nftables_redirect_t *r)
     return 0;
 }
 
-static int redirect_remove(const char *table)
+static int redirect_remove(const char *table, bool force)
 {
     char err[1024];
     bool was_present;
+    if (!may_touch_table("remove", table, force))
+        return 1;
     if (nftables_remove(table, &was_present, err, sizeof err) < 0) {
         fprintf(stderr, "skewgate redirect remove: %s\n", err);
         return 1;
@@ -139,16 +175,21 @@ int cmd_redirect(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
+        {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *config_path = CLI_DEFAULT_CONFIG;
+    bool force = false;
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             config_path = optarg;
+            break;
+        case 'f':
+            force = true;
             break;
         case 'h':
             redirect_usage(stdout);
@@ -165,6 +206,10 @@ int cmd_redirect(int argc, char **argv)
         redirect_usage(stderr);
         return 2;
     }
+    if (force && action == REDIRECT_STATUS) {
+        fprintf(stderr, "skewgate redirect: --force is for install and remove; status changes nothing\n");
+        return 2;
+    }
     char err[CONFIG_ERR_LEN];
     config_t *cfg = config_load(config_path, err, sizeof err);
     if (!cfg) {
@@ -175,9 +220,9 @@ int cmd_redirect(int argc, char **argv)
     nftables_port_t ports[NFTABLES_MAX_PORTS];
     nftables_redirect_t r;
     if (action == REDIRECT_REMOVE)
-        rc = redirect_remove(cfg->redirect.table);   /* only the table's name: a rollback needs no ports */
+        rc = redirect_remove(cfg->redirect.table, force);   /* only the table's name: a rollback needs no ports */
     else if (redirect_from_config(cfg, ports, &r) == 0)
-        rc = action == REDIRECT_INSTALL ? redirect_install(&r) : redirect_status(&r);
+        rc = action == REDIRECT_INSTALL ? redirect_install(&r, force) : redirect_status(&r);
     config_free(cfg);
     return rc;
 }

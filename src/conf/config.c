@@ -576,23 +576,38 @@ static int validate_coalesce(loader_t *ld)
     return 0;
 }
 
-/* Why no listener on `port` can take redirected connections ("" when one
- * can): the redirect rewrites the destination to the node's address on
- * the interface the connection came in by, so the listener must have that
- * port and listen beyond loopback. */
-static void redirect_target_problem(const config_t *cfg, uint32_t port, char *why, size_t len)
+/* The listener that takes connections redirected to `port`: the first on
+ * that port listening beyond loopback; SIZE_MAX when there is none. The
+ * redirect rewrites the destination to the node's address on the
+ * interface the connection came in by, so a loopback listener never sees
+ * them. */
+static size_t redirect_target(const config_t *cfg, uint32_t port)
 {
-    size_t loopback = SIZE_MAX;
     for (size_t i = 0; i < cfg->n_listeners; i++) {
         const config_addr_t *a = &cfg->listeners[i].addr;
-        if (addr_port(&a->ss) != port)
-            continue;
-        if (!grammar_addr_is_loopback(a)) {
-            why[0] = '\0';
-            return;
-        }
-        loopback = i;
+        if (addr_port(&a->ss) == port && !grammar_addr_is_loopback(a))
+            return i;
     }
+    return SIZE_MAX;
+}
+
+/* The first listener on `port`, loopback or not; SIZE_MAX when none. */
+static size_t listener_on_port(const config_t *cfg, uint32_t port)
+{
+    for (size_t i = 0; i < cfg->n_listeners; i++)
+        if (addr_port(&cfg->listeners[i].addr.ss) == port)
+            return i;
+    return SIZE_MAX;
+}
+
+/* Why no listener on `port` can take redirected connections ("" when one
+ * can). */
+static void redirect_target_problem(const config_t *cfg, uint32_t port, char *why, size_t len)
+{
+    why[0] = '\0';
+    if (redirect_target(cfg, port) != SIZE_MAX)
+        return;
+    size_t loopback = listener_on_port(cfg, port);
     if (loopback != SIZE_MAX) {
         snprintf(why, len,
                  "%u is the port of listeners[%zu].address \"%s\", which listens on loopback only: redirected "
@@ -610,8 +625,57 @@ static void redirect_target_problem(const config_t *cfg, uint32_t port, char *wh
         snprintf(why + at, len - at, "%s", port_zero ? "; a listener on port 0 cannot be a redirect target)" : ")");
 }
 
-/* redirect.ports as written: distinct from ports, each to the port of a
- * listener that can take redirected connections. */
+/* Why the pair from -> listeners[target] mixes TLS and plain ("" when it
+ * does not): the MCS's 22623 is TLS and its 22624 plain, so a node
+ * dialling one speaks that to whatever it is sent to, and a listener of
+ * the other kind answers it with a handshake failure or garbage. Other
+ * `from` ports say nothing of their kind. */
+static void redirect_kind_problem(const config_t *cfg, uint32_t from, size_t target, char *why, size_t len)
+{
+    why[0] = '\0';
+    const config_listener_t *l = &cfg->listeners[target];
+    bool want_tls = from == CONFIG_MCS_TLS_PORT;
+    if ((from != CONFIG_MCS_TLS_PORT && from != CONFIG_MCS_PLAIN_PORT) || l->tls.enabled == want_tls)
+        return;
+    snprintf(why, len,
+             "%u is the MCS's %s port, and listeners[%zu].address \"%s\" is %s: nodes dialling %u speak %s, "
+             "so send it to a %s listener",
+             (unsigned)from, want_tls ? "TLS" : "plain", target, l->addr.text, l->tls.enabled ? "TLS" : "plain",
+             (unsigned)from, want_tls ? "TLS" : "plain HTTP", want_tls ? "TLS" : "plain");
+}
+
+/* Why pair i's `from` cannot be redirected as another pair's target (""
+ * when it is none): connections redirected to it would be taken for a
+ * `from` and sent on, away from the listener. */
+static void redirect_from_pair_problem(const config_redirect_port_t *pairs, size_t n, size_t i, char *why, size_t len)
+{
+    why[0] = '\0';
+    for (size_t j = 0; j < n; j++) {
+        if (j != i && pairs[j].to == pairs[i].from) {
+            snprintf(why, len, "%u is where redirect.ports[%zu] sends %u: a port cannot be both a target and "
+                     "redirected (to %u)", (unsigned)pairs[i].from, j, (unsigned)pairs[j].from,
+                     (unsigned)pairs[i].to);
+            return;
+        }
+    }
+}
+
+/* Why `from` cannot be redirected because the gate listens there (""
+ * when it does not): every connection other hosts make to that listener
+ * would be sent to `to` instead, so it would never see one. */
+static void redirect_from_listener_problem(const config_t *cfg, uint32_t from, uint32_t to, char *why, size_t len)
+{
+    why[0] = '\0';
+    size_t l = listener_on_port(cfg, from);
+    if (l != SIZE_MAX)
+        snprintf(why, len, "%u is the port of listeners[%zu].address \"%s\": redirecting it would send every "
+                 "connection other hosts make to that listener to %u instead", (unsigned)from, l,
+                 cfg->listeners[l].addr.text, (unsigned)to);
+}
+
+/* redirect.ports as written: distinct from ports that no listener and no
+ * other pair uses, each to the port of a listener that can take
+ * redirected connections, of the kind (TLS or plain) its MCS port is. */
 static int validate_redirect(loader_t *ld)
 {
     const config_redirect_t *r = &ld->cfg->redirect;
@@ -628,7 +692,16 @@ static int validate_redirect(loader_t *ld)
             snprintf(path, sizeof path, "redirect.ports[%zu]", i);
             return schema_fail_at_path(ld, path, "from and to are both %u: a port redirected to itself", (unsigned)p->from);
         }
+        redirect_from_pair_problem(r->ports, r->n_ports, i, why, sizeof why);
+        if (!why[0])
+            redirect_from_listener_problem(ld->cfg, p->from, p->to, why, sizeof why);
+        if (why[0]) {
+            snprintf(path, sizeof path, "redirect.ports[%zu].from", i);
+            return schema_fail_at_path(ld, path, "%s", why);
+        }
         redirect_target_problem(ld->cfg, p->to, why, sizeof why);
+        if (!why[0])
+            redirect_kind_problem(ld->cfg, p->from, redirect_target(ld->cfg, p->to), why, sizeof why);
         if (why[0]) {
             snprintf(path, sizeof path, "redirect.ports[%zu].to", i);
             return schema_fail_at_path(ld, path, "%s", why);
@@ -737,6 +810,19 @@ int config_redirect_ports(const config_t *cfg, config_redirect_port_t out[CONFIG
     if (default_redirect_port(cfg, true, CONFIG_MCS_TLS_PORT, out, n, err, errlen) < 0 ||
         default_redirect_port(cfg, false, CONFIG_MCS_PLAIN_PORT, out, n, err, errlen) < 0)
         return -1;
+    /* The written pairs were checked at load; the derived ones are checked
+     * here, where the redirect is asked for (a gate behind a load balancer
+     * may listen on an MCS port). Their targets are listeners' ports, so a
+     * `from` that is another's target is on a listener's port too. */
+    for (size_t i = 0; i < *n; i++) {
+        char why[CONFIG_ERR_LEN / 2];
+        redirect_from_listener_problem(cfg, out[i].from, out[i].to, why, sizeof why);
+        if (why[0]) {
+            snprintf(err, errlen, "%s: redirect: by default %u goes to %u, and %s; change the listener or set "
+                     "redirect.ports", cfg->path, (unsigned)out[i].from, (unsigned)out[i].to, why);
+            return -1;
+        }
+    }
     return 0;
 }
 

@@ -94,6 +94,24 @@ int conf_read_kube_name(loader_t *ld, const ynode_t *node, const field_t *f, voi
     return schema_set_string(ld, node, dst, s);
 }
 
+/* Table names that others write: `skewgate redirect` replaces and deletes
+ * its table whole, so a name shared with another writer would destroy its
+ * rules, or have them destroy the redirect. */
+static const struct {
+    const char *name;
+    const char *who;            /* who writes it */
+} well_known_tables[] = {
+    {"filter", "Debian's /etc/nftables.conf writes table inet filter, which nftables.service loads at boot; "
+               "iptables-nft names its ip and ip6 tables so too"},
+    {"nat", "hand-written rulesets add table inet nat for their NAT rules; iptables-nft names its ip and ip6 "
+            "tables so too"},
+    {"mangle", "iptables-nft's tables (ip, ip6) for iptables -t mangle, a name rulesets copy"},
+    {"raw", "iptables-nft's tables (ip, ip6) for iptables -t raw, a name rulesets copy"},
+    {"security", "iptables-nft's tables (ip, ip6) for iptables -t security, a name rulesets copy"},
+    {"firewalld", "firewalld writes table inet firewalld and rewrites it on every reload"},
+    {"netavark", "podman's netavark writes table inet netavark for its containers"},
+};
+
 int conf_read_nft_table(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
 {
     (void)f;
@@ -104,6 +122,13 @@ int conf_read_nft_table(loader_t *ld, const ynode_t *node, const field_t *f, voi
         return schema_fail(ld, node, ld->path,
                            "invalid nftables table name \"%s\": expected a letter or '_', then letters, digits "
                            "and '_', at most %d", s, CONFIG_REDIRECT_TABLE_MAX);
+    for (size_t i = 0; i < sizeof well_known_tables / sizeof well_known_tables[0]; i++) {
+        if (!strcmp(s, well_known_tables[i].name))
+            return schema_fail(ld, node, ld->path,
+                               "\"%s\" is a well-known table name (%s): skewgate redirect replaces and "
+                               "deletes its table whole, so it needs a name nothing else writes (the default is "
+                               "\"skewgate\")", s, well_known_tables[i].who);
+    }
     return schema_set_string(ld, node, dst, s);
 }
 

@@ -173,6 +173,42 @@ static bool rule_ports(json_t *expr, json_int_t *from, json_int_t *to)
     return same;
 }
 
+/* The chain install writes, as libnftables lists it (without handle). */
+static json_t *chain_expected(const char *table)
+{
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s}", "family", "inet", "table", table, "name", CHAIN_NAME,
+                     "type", "nat", "hook", "prerouting", "prio", CHAIN_PRIO_DSTNAT, "policy", "accept");
+}
+
+/* Whether listed chain v is the one install writes in table. */
+static bool chain_is_ours(json_t *v, const char *table)
+{
+    json_t *want = chain_expected(table);
+    json_t *have = without_handle(v);
+    bool same = want && have && json_equal(want, have);
+    json_decref(want);
+    json_decref(have);
+    return same;
+}
+
+/* Whether a listed rule (without its handle) is a redirect install writes,
+ * for some pair of ports (*from, *to), in the chain it writes. */
+static bool rule_shaped(json_t *have, const char *table, json_int_t *from, json_int_t *to)
+{
+    return have && json_object_size(have) == 4 && string_is(have, "family", "inet") &&
+           string_is(have, "table", table) && string_is(have, "chain", CHAIN_NAME) &&
+           rule_ports(json_object_get(have, "expr"), from, to);
+}
+
+static bool rule_is_ours(json_t *v, const char *table)
+{
+    json_t *have = without_handle(v);
+    json_int_t from, to;
+    bool ours = rule_shaped(have, table, &from, &to);
+    json_decref(have);
+    return ours;
+}
+
 typedef struct listing {
     size_t tables;
     json_t *chain;              /* borrowed: the one chain, if there is one */
@@ -226,9 +262,7 @@ static nftables_state_t compare_chain(const listing_t *l, const char *table, cha
         snprintf(why, whylen, "the table holds %zu chains; install writes one, " CHAIN_NAME, l->chains);
         return NFTABLES_DIFFERS;
     }
-    json_t *want = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s}", "family", "inet", "table", table, "name",
-                             CHAIN_NAME, "type", "nat", "hook", "prerouting", "prio", CHAIN_PRIO_DSTNAT,
-                             "policy", "accept");
+    json_t *want = chain_expected(table);
     json_t *have = without_handle(l->chain);
     bool same = want && have && json_equal(want, have);
     if (!same) {
@@ -251,11 +285,8 @@ static nftables_state_t compare_rule(json_t *rule, size_t i, const nftables_port
     if (p)
         format_rule(p, want, sizeof want);
     json_t *have = without_handle(rule);
-    json_t *expr = json_object_get(have, "expr");
     json_int_t from = 0, to = 0;
-    bool shaped = have && json_object_size(have) == 4 && string_is(have, "family", "inet") &&
-                  string_is(have, "table", table) && string_is(have, "chain", CHAIN_NAME) &&
-                  rule_ports(expr, &from, &to);
+    bool shaped = rule_shaped(have, table, &from, &to);
     nftables_state_t st = NFTABLES_DIFFERS;
     if (!shaped) {
         char seen[200];
@@ -307,6 +338,73 @@ nftables_state_t nftables_compare(const char *json, const nftables_redirect_t *r
     json_decref(l.rules);
     json_decref(root);
     return st;
+}
+
+/* "set \"blocked\"", "chain \"input\"", "a rule in chain \"input\"": one
+ * object of a listing, for a person. */
+static void describe_object(const char *kind, json_t *v, char *buf, size_t len)
+{
+    const char *name = json_string_value(json_object_get(v, "name"));
+    const char *chain = json_string_value(json_object_get(v, "chain"));
+    if (!strcmp(kind, "rule"))
+        snprintf(buf, len, "a rule in chain \"%s\"", chain ? chain : "?");
+    else if (name)
+        snprintf(buf, len, "%s \"%s\"", kind, name);
+    else
+        snprintf(buf, len, "a %s", kind);
+}
+
+int nftables_listing_foreign(const char *json, const char *table, char *what, size_t whatlen)
+{
+    json_t *root = json_loads(json, 0, NULL);
+    json_t *items = listing_items(root);
+    if (!items) {
+        json_decref(root);
+        return -1;
+    }
+    /* Rules count as ours only in our chain, so the chain is judged first. */
+    bool our_chain = false;
+    size_t i;
+    json_t *item;
+    json_array_foreach(items, i, item) {
+        json_t *v = NULL;
+        const char *kind = item_kind(item, &v);
+        if (kind && !strcmp(kind, "chain") && chain_is_ours(v, table))
+            our_chain = true;
+    }
+    int n = 0;
+    size_t at = 0;
+    bool chain_seen = false;
+    what[0] = '\0';
+    json_array_foreach(items, i, item) {
+        json_t *v = NULL;
+        const char *kind = item_kind(item, &v);
+        if (kind && !strcmp(kind, "metainfo"))
+            continue;
+        bool ours = false;
+        if (kind && !strcmp(kind, "table"))
+            ours = string_is(v, "family", "inet") && string_is(v, "name", table);
+        else if (kind && !strcmp(kind, "chain") && !chain_seen && chain_is_ours(v, table))
+            ours = chain_seen = true;   /* one chain of that name; a second is not install's */
+        else if (kind && !strcmp(kind, "rule"))
+            ours = our_chain && rule_is_ours(v, table);
+        if (ours)
+            continue;
+        char one[160];
+        if (kind)
+            describe_object(kind, v, one, sizeof one);
+        else
+            describe_json(item, one, sizeof one);
+        /* The first few by name; the count says the rest. */
+        if (n < 4 && at < whatlen)
+            at += (size_t)snprintf(what + at, whatlen - at, "%s%s", n ? ", " : "", one);
+        else if (n == 4 && at < whatlen)
+            at += (size_t)snprintf(what + at, whatlen - at, ", ...");
+        n++;
+    }
+    text_sanitize(what);
+    json_decref(root);
+    return n;
 }
 
 /* --- The kernel. */
@@ -402,6 +500,29 @@ static nftables_state_t status_on(struct nft_ctx *ctx, const nftables_redirect_t
     if (!out)
         return NFTABLES_FAILED;
     return nftables_compare(out, r, why, whylen);
+}
+
+int nftables_foreign(const char *table, char *what, size_t whatlen, char *err, size_t errlen)
+{
+    what[0] = '\0';
+    if (!table || !text_is_identifier(table, NFTABLES_TABLE_MAX)) {
+        snprintf(err, errlen, "nftables: table name \"%s\" is not an identifier", table ? table : "");
+        return -1;
+    }
+    struct nft_ctx *ctx = nft_open(err, errlen);
+    if (!ctx)
+        return -1;
+    int n = table_present(ctx, table, err, errlen);
+    if (n == 1) {
+        char cmd[32 + NFTABLES_TABLE_MAX];
+        snprintf(cmd, sizeof cmd, "list table inet %s", table);
+        const char *out = nft_run(ctx, cmd, true, table, err, errlen);
+        n = out ? nftables_listing_foreign(out, table, what, whatlen) : -1;
+        if (out && n < 0)
+            snprintf(err, errlen, "nftables: `%s` gave no JSON listing", cmd);
+    }
+    nft_ctx_free(ctx);
+    return n;
 }
 
 nftables_state_t nftables_status(const nftables_redirect_t *r, char *why, size_t whylen)

@@ -3,6 +3,7 @@
 # (GATE_START_WAIT: seconds gate_start waits for the listeners, default 10).
 # Everything listens on loopback only.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib_need.sh"
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : "${SKEWGATE_BIN:?SKEWGATE_BIN must name the skewgate binary}"

@@ -22,6 +22,7 @@
 # seeds), openssl, curl, kubectl (only for fa_kubectl).
 
 FA_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$FA_LIB_DIR/lib_need.sh"
 FA_ROOT=$(cd "$FA_LIB_DIR/../.." && pwd)
 FA_PY=${FA_PY:-/usr/bin/python3}
 FA_SERVER="$FA_ROOT/tests/fakeapi/fakeapi.py"

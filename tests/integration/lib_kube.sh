@@ -1,9 +1,9 @@
 # shellcheck shell=bash
 # Sourced by the tests of the Kubernetes source: skewgate (lib.sh) against
-# the fake API server (lib_fakeapi.sh), with kubectl as the operator.
+# the fake API server (lib_fakeapi.sh); patch_status is kubectl as the
+# operator (a test that calls it calls need_kubectl first).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lib_fakeapi.sh"
-command -v kubectl >/dev/null || fail "kubectl is not installed"
 fa_init
 # Both cleanups, the gate's (sanitizer check) with the test's exit status.
 trap 'rc=$?; fa_cleanup; set +e; (exit $rc); cleanup' EXIT   # set +e: a failing (exit) would end the trap before cleanup

@@ -9,7 +9,7 @@
 # openshift-cluster-api, which only clusters running the Cluster API have,
 # would fail the whole `oc apply` everywhere else.
 . "$(dirname "$0")/lib.sh"
-command -v kubectl >/dev/null || fail "kubectl is not installed"
+need_kubectl
 export KUBECONFIG="$TMP/no-cluster"
 : >"$KUBECONFIG"
 

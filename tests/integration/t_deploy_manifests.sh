@@ -20,6 +20,7 @@
 # apiVersion and kind, metadata types (e.g. an unquoted label value), the
 # kind's mapping and scope; the Python check below checks the rest.
 . "$(dirname "$0")/lib_kube.sh"
+need_kubectl
 
 K="$ROOT/deploy/kubernetes"
 OVERLAYS=(node-local-redirect load-balancer)

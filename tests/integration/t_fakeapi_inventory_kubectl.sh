@@ -7,7 +7,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib_fakeapi.sh"
 
-command -v kubectl >/dev/null || fa_fail "kubectl is not installed"
+need_kubectl
 fa_init
 fa_start --bookmark-interval 0.5
 

@@ -5,7 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib_fakeapi.sh"
 
-command -v kubectl >/dev/null || fa_fail "kubectl is not installed"
+need_kubectl
 fa_init
 
 # A seed object in the fixtures' shape: a comment line, YAML, an unquoted

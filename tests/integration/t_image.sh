@@ -11,7 +11,6 @@
 # fresh one takes about a minute. The test is skipped only when the Debian
 # mirror cannot be reached to build it, and never in CI.
 . "$(dirname "$0")/lib.sh"
-skip() { echo "SKIP: $*"; exit 0; }
 elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
 T0=$(date +%s)
 

@@ -2,6 +2,7 @@
 # Real Ignition held by a 503 (hold mode) while the cluster is out of skew,
 # booting on its own once `kubectl patch` makes the cluster compliant.
 . "$(dirname "$0")/lib_kube.sh"
+need_kubectl
 
 [ -x "$IGNITION" ] || fail "Ignition is not installed (package ignition)"
 certs

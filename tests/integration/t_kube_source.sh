@@ -5,6 +5,7 @@
 # fake can make: dropped watch, 410, API down at start, garbage, bad and
 # rotated tokens. Ends with the flip latency over 50 patches.
 . "$(dirname "$0")/lib_kube.sh"
+need_kubectl
 
 # The next gate_start starts a new log: look for sanitizer reports first.
 gate_stop_checked() {

@@ -12,6 +12,7 @@
 # malformed kubeconfig, 401, 403, 404, 409, a wrong CA. The optional
 # ClusterRole grants patch; the gate's own stays read-only.
 . "$(dirname "$0")/lib_kube.sh"
+need_kubectl
 
 certs
 mcs_start 4096

@@ -9,11 +9,12 @@
 # Ignition boots once the verdict admits, that traffic made on the master
 # is not redirected, that install is idempotent and status exact, and that
 # after `redirect remove` the node reaches the MCS directly and the
-# master's ruleset is what it was. Skips only where namespaces cannot be
-# made. Addresses: 10.231.X.0/30 inside the namespaces, and loopback.
+# master's ruleset is what it was. Also that pairs which cannot work and
+# a well-known table name are refused by check and install alike, and that
+# a hand-made table of the gate's name is left alone without --force.
+# Skips only where namespaces cannot be made. Addresses: 10.231.X.0/30 inside the namespaces, and loopback.
 . "$(dirname "$0")/lib.sh"
 
-skip() { echo "SKIP: $*"; exit 0; }
 [ "$(id -u)" = 0 ] || skip "network namespaces need root (uid $(id -u))"
 master=sg-master-$$-$RANDOM
 node=sg-node-$$-$RANDOM
@@ -119,12 +120,12 @@ GATE_NETNS=$master gate_start "$TMP/gate.yaml"
 [ "$TLS_PORT" = 22643 ] && [ "$PLAIN_PORT" = 22644 ] || fail "the gate listens on $TLS_PORT/$PLAIN_PORT"
 wait_until 5 grep -q '"reason":"OutOfSkew"' "$GATE_LOG" || fail "the gate did not pick up the out-of-skew object"
 
-# redirect ACTION [CONFIG]: `skewgate redirect` in the master namespace;
-# its exit status, its output in $TMP/redirect.out and .err. A sanitizer
-# build's report on stderr fails the test.
+# redirect ACTION [CONFIG [ARGS...]]: `skewgate redirect` in the master
+# namespace; its exit status, its output in $TMP/redirect.out and .err. A
+# sanitizer build's report on stderr fails the test.
 redirect() {
   local rc=0
-  in_master "$SKEWGATE_BIN" redirect "$1" -c "${2:-$TMP/gate.yaml}" >"$TMP/redirect.out" 2>"$TMP/redirect.err" || rc=$?
+  in_master "$SKEWGATE_BIN" redirect "$1" -c "${2:-$TMP/gate.yaml}" "${@:3}" >"$TMP/redirect.out" 2>"$TMP/redirect.err" || rc=$?
   echo "redirect $1 -> $rc: $(cat "$TMP/redirect.out" "$TMP/redirect.err")"
   if grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:|WARNING: ThreadSanitizer' "$TMP/redirect.err"; then
     cat "$TMP/redirect.err" >&2
@@ -138,6 +139,64 @@ expect_redirect() {
   redirect "$@" || rc=$?
   [ "$rc" = "$want" ] || fail "skewgate redirect $*: exit $rc, expected $want"
 }
+
+# check_refuses CONFIG TEXT: `skewgate check` and `redirect install` both
+# exit 2 naming the file's position and TEXT, and the ruleset is untouched.
+check_refuses() {
+  local rc=0
+  "$SKEWGATE_BIN" check -c "$1" >/dev/null 2>"$TMP/check.err" || rc=$?
+  [ "$rc" = 2 ] || fail "check $1: exit $rc, expected 2: $(cat "$TMP/check.err")"
+  grep -qF "$1:" "$TMP/check.err" && grep -qE "^$1:[0-9]+:[0-9]+: " "$TMP/check.err" ||
+    fail "check $1 gave no file:line:column: $(cat "$TMP/check.err")"
+  grep -qF -- "$2" "$TMP/check.err" || fail "check $1 did not say \"$2\": $(cat "$TMP/check.err")"
+  expect_redirect 2 install "$1"
+  [ "$(cat "$TMP/redirect.err")" = "skewgate redirect: $(cat "$TMP/check.err")" ] ||
+    fail "install and check disagree: $(cat "$TMP/redirect.err") / $(cat "$TMP/check.err")"
+  [ "$(in_master nft list ruleset)" = "$ruleset_before" ] || fail "install with $1 changed the ruleset"
+}
+# bad_pairs NAME PAIRS...: the gate's config with redirect.ports PAIRS.
+bad_pairs() {
+  local f="$TMP/$1.yaml" pair
+  shift
+  sed '/^redirect:/,$d' "$TMP/gate.yaml" >"$f"
+  printf 'redirect:\n  ports:\n' >>"$f"
+  for pair in "$@"; do printf '    - {from: %s, to: %s}\n' "${pair%->*}" "${pair#*->}" >>"$f"; done
+  echo "$f"
+}
+
+note "pairs that cannot work are refused by check and install alike, with their position"
+check_refuses "$(bad_pairs tls-to-plain '22623->22644' '22624->22643')" \
+  "redirect.ports[0].to: 22623 is the MCS's TLS port, and listeners[1].address \"0.0.0.0:22644\" is plain"
+check_refuses "$(bad_pairs plain-to-tls '22623->22643' '22624->22643')" \
+  "redirect.ports[1].to: 22624 is the MCS's plain port, and listeners[0].address \"0.0.0.0:22643\" is TLS"
+check_refuses "$(bad_pairs from-listener '22623->22643' '22644->22643')" \
+  "redirect.ports[1].from: 22644 is the port of listeners[1].address \"0.0.0.0:22644\""
+check_refuses "$(bad_pairs from-target '22623->22643' '22624->22644' '22643->22644')" \
+  "redirect.ports[2].from: 22643 is where redirect.ports[0] sends 22623"
+sed 's/^  table: skewgate.*/  table: nat/' "$TMP/gate.yaml" >"$TMP/table-nat.yaml"
+check_refuses "$TMP/table-nat.yaml" 'redirect.table: "nat" is a well-known table name'
+
+note "a hand-made table of that name is neither replaced nor deleted without --force"
+in_master nft -f - <<'NFT'
+table inet skewgate {
+  set blocked { type ipv4_addr; elements = { 192.0.2.7 } }
+  chain input { type filter hook input priority 0; policy accept; ip saddr @blocked drop; }
+}
+NFT
+hand_made=$(in_master nft list table inet skewgate)
+for action in install remove; do
+  expect_redirect 1 "$action"
+  grep -qF 'holds 3 objects that install does not write: set "blocked", chain "input", a rule in chain "input"' \
+    "$TMP/redirect.err" || fail "$action did not name what the table holds"
+  grep -qF -- "--force" "$TMP/redirect.err" || fail "$action did not say how to go on"
+  [ "$(in_master nft list table inet skewgate)" = "$hand_made" ] || fail "$action changed the hand-made table"
+done
+expect_redirect 0 install "$TMP/gate.yaml" --force
+grep -qF 'set "blocked"' "$TMP/redirect.err" || fail "install --force did not say what it replaced"
+expect_redirect 0 status
+expect_redirect 0 remove
+expect_redirect 2 status "$TMP/gate.yaml" --force
+[ "$(in_master nft list ruleset)" = "$ruleset_before" ] || fail "the ruleset is not as before the hand-made table"
 
 note "redirect: absent, installed as the config says, idempotent, status exact"
 expect_redirect 1 status
@@ -157,9 +216,13 @@ in_master nft list table inet bystander >/dev/null || fail "install touched anot
 in_master nft add rule inet skewgate prerouting tcp dport 9 accept
 expect_redirect 1 status
 grep -q "differs" "$TMP/redirect.out" || fail "status did not say the table differs"
-expect_redirect 0 install
+# That rule is not install's: only --force replaces it.
+expect_redirect 1 install
+grep -qF 'holds 1 object that install does not write: a rule in chain "prerouting"' "$TMP/redirect.err" ||
+  fail "install did not name the added rule"
+expect_redirect 0 install "$TMP/gate.yaml" --force
 expect_redirect 0 status
-sed 's/^  table: skewgate.*/  table: skewgate\n  ports: [{from: 22623, to: 22644}]/' "$TMP/gate.yaml" >"$TMP/other-ports.yaml"
+sed 's/^  table: skewgate.*/  table: skewgate\n  ports: [{from: 22624, to: 22644}]/' "$TMP/gate.yaml" >"$TMP/other-ports.yaml"
 expect_redirect 1 status "$TMP/other-ports.yaml"
 grep -q "differs" "$TMP/redirect.out" || fail "status with other ports did not say the table differs"
 

@@ -992,22 +992,30 @@ Test(config_redirect, default_targets_must_be_fixed_non_loopback_ports_of_their_
                           "listeners[0].address \"0.0.0.0:22623\" is on the MCS port itself: the gate listens on "
                           "ports of its own (such as 22643 on 0.0.0.0) while the MCS keeps 22623; change the "
                           "listener or set redirect.ports");
+    /* The default 22624 -> the plain listener on 22623, which 22623 -> TLS takes away. */
+    expect_redirect_error("listeners:\n  - address: \"0.0.0.0:22643\"\n    tls: {certificate: c, key: k}\n"
+                          "  - address: \"0.0.0.0:22623\"\n",
+                          "t.yaml: redirect: by default 22623 goes to 22643, and 22623 is the port of "
+                          "listeners[1].address \"0.0.0.0:22623\": redirecting it would send every connection other "
+                          "hosts make to that listener to 22643 instead; change the listener or set redirect.ports");
 }
 
 Test(config_redirect, explicit_table_and_ports)
 {
     config_t *cfg = parse_ok(GATE_PORTS "redirect:\n  table: sg_1\n  ports:\n"
-                                        "    - {from: 22623, to: 22644}\n    - from: 443\n      to: 22643\n");
+                                        "    - {from: 22624, to: 22644}\n    - from: 443\n      to: 22643\n"
+                                        "    - {from: 80, to: 22644}\n");
     cr_expect_str_eq(cfg->redirect.table, "sg_1");
-    cr_assert_eq(cfg->redirect.n_ports, 2);
+    cr_assert_eq(cfg->redirect.n_ports, 3);
     config_redirect_port_t p[CONFIG_MAX_REDIRECT_PORTS];
-    cr_assert_eq(redirect_ports(cfg, p), 2);
-    cr_expect(p[0].from == 22623 && p[0].to == 22644);
+    cr_assert_eq(redirect_ports(cfg, p), 3);
+    cr_expect(p[0].from == 22624 && p[0].to == 22644);
     cr_expect(p[1].from == 443 && p[1].to == 22643);
+    cr_expect(p[2].from == 80 && p[2].to == 22644);   /* two ports to one listener: fine */
     config_free(cfg);
     /* Written ports need no default: a port-0 listener beside them is fine. */
     cfg = parse_ok("listeners:\n  - address: \"0.0.0.0:22643\"\n  - address: \"127.0.0.1:0\"\n    tls: {certificate: c, key: k}\n"
-                   "redirect: {ports: [{from: 22623, to: 22643}]}\n");
+                   "redirect: {ports: [{from: 22624, to: 22643}]}\n");
     cr_expect_eq(redirect_ports(cfg, p), 1);
     config_free(cfg);
 }
@@ -1023,6 +1031,22 @@ Test(config_redirect, bad_tables_and_ports_are_refused_where_written)
     expect_error(GATE_PORTS "redirect: {table: \"\"}\n",
                  "t.yaml:5:19: redirect.table: invalid nftables table name \"\": expected a letter or '_', then "
                  "letters, digits and '_', at most 255");
+    /* Names others write: the gate replaces and deletes its table whole. */
+    expect_error(GATE_PORTS "redirect: {table: nat}\n",
+                 "t.yaml:5:19: redirect.table: \"nat\" is a well-known table name (hand-written rulesets add table "
+                 "inet nat for their NAT rules; iptables-nft names its ip and ip6 tables so too): skewgate redirect "
+                 "replaces and deletes its table whole, so it needs a name nothing else writes (the default is "
+                 "\"skewgate\")");
+    static const char *const taken[] = {"filter", "mangle", "raw", "security", "firewalld", "netavark"};
+    for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, GATE_PORTS "redirect: {table: %s}\n", taken[i]);
+        config_t *cfg = parse(text);
+        cr_expect_null(cfg, "accepted table %s", taken[i]);
+        config_free(cfg);
+        cr_expect(strstr(err, "is a well-known table name ("), "%s: %s", taken[i], err);
+    }
+    config_free(parse_ok(GATE_PORTS "redirect: {table: nat_gate}\n"));
     expect_error(GATE_PORTS "redirect: {tabel: x}\n", "t.yaml:5:12: redirect.tabel: unknown key; did you mean \"table\"?");
     expect_error(GATE_PORTS "redirect: {ports: []}\n",
                  "t.yaml:5:19: redirect.ports: at least one {from, to} pair (omit the key for the default ports)");
@@ -1052,6 +1076,28 @@ Test(config_redirect, bad_tables_and_ports_are_refused_where_written)
                  "t.yaml:3:38: redirect.ports[0].to: 22643 is the port of listeners[0].address \"127.0.0.1:22643\", "
                  "which listens on loopback only: redirected connections arrive on the node's own address, so "
                  "listen on 0.0.0.0 (or [::], or the node's address)");
+    /* The MCS's 22623 is TLS and 22624 plain: each goes to a listener of its kind. */
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 22623, to: 22644}\n    - {from: 22624, to: 22643}\n",
+                 "t.yaml:7:25: redirect.ports[0].to: 22623 is the MCS's TLS port, and listeners[1].address "
+                 "\"0.0.0.0:22644\" is plain: nodes dialling 22623 speak TLS, so send it to a TLS listener");
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 22623, to: 22643}\n    - {from: 22624, to: 22643}\n",
+                 "t.yaml:8:25: redirect.ports[1].to: 22624 is the MCS's plain port, and listeners[0].address "
+                 "\"0.0.0.0:22643\" is TLS: nodes dialling 22624 speak plain HTTP, so send it to a plain listener");
+    /* A from on the gate's own listener, or on another pair's target. */
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 22644, to: 22643}\n",
+                 "t.yaml:7:14: redirect.ports[0].from: 22644 is the port of listeners[1].address \"0.0.0.0:22644\": "
+                 "redirecting it would send every connection other hosts make to that listener to 22643 instead");
+    expect_error("listeners:\n  - address: \"0.0.0.0:22643\"\n    tls: {certificate: c, key: k}\n"
+                 "  - address: \"127.0.0.1:8080\"\n  - address: \"0.0.0.0:22644\"\n"
+                 "redirect:\n  ports:\n    - {from: 8080, to: 22644}\n",
+                 "t.yaml:8:14: redirect.ports[0].from: 8080 is the port of listeners[1].address \"127.0.0.1:8080\": "
+                 "redirecting it would send every connection other hosts make to that listener to 22644 instead");
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 22623, to: 22643}\n    - {from: 22643, to: 22644}\n",
+                 "t.yaml:8:14: redirect.ports[1].from: 22643 is where redirect.ports[0] sends 22623: a port cannot "
+                 "be both a target and redirected (to 22644)");
+    expect_error(GATE_PORTS "redirect:\n  ports:\n    - {from: 22644, to: 22643}\n    - {from: 22624, to: 22644}\n",
+                 "t.yaml:7:14: redirect.ports[0].from: 22644 is where redirect.ports[1] sends 22624: a port cannot "
+                 "be both a target and redirected (to 22643)");
     char many[2048] = GATE_PORTS "redirect:\n  ports:\n";
     for (int i = 0; i < CONFIG_MAX_REDIRECT_PORTS + 1; i++)
         snprintf(many + strlen(many), sizeof many - strlen(many), "    - {from: %d, to: 22643}\n", 1000 + i);

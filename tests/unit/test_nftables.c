@@ -205,3 +205,42 @@ Test(nftables, text_that_is_no_listing_differs)
                  NFTABLES_DIFFERS);
     cr_expect_lt(strlen(why), sizeof why);
 }
+
+/* What install and remove may not destroy unasked: objects of a table of
+ * that name that install does not write. */
+static void expect_foreign(const char *json, int n, const char *what)
+{
+    char got[512] = "?";
+    cr_expect_eq(nftables_listing_foreign(json, "skewgate", got, sizeof got), n, "%s", json);
+    cr_expect_str_eq(got, what, "%s", json);
+}
+
+Test(nftables, objects_install_does_not_write_are_named)
+{
+    /* Install's own table, with its ports or others, and an empty table. */
+    expect_foreign(installed, 0, "");
+    expect_foreign(LISTING(META ", " TABLE("skewgate") ", " CHAIN ", " RULE("443", "8443")), 0, "");
+    expect_foreign(LISTING(META ", " TABLE("skewgate")), 0, "");
+    /* A hand-made table: a set and a drop rule in a filter chain. */
+    expect_foreign(LISTING(META ", " TABLE("skewgate") ", "
+                           "{\"set\": {\"family\": \"inet\", \"name\": \"blocked\", \"table\": \"skewgate\", \"type\": \"ipv4_addr\", \"handle\": 4}}, "
+                           "{\"chain\": {\"family\": \"inet\", \"table\": \"skewgate\", \"name\": \"input\", \"handle\": 1, "
+                           "\"type\": \"filter\", \"hook\": \"input\", \"prio\": 0, \"policy\": \"accept\"}}, "
+                           RULE_IN("input", "[{\"drop\": null}]")),
+                   3, "set \"blocked\", chain \"input\", a rule in chain \"input\"");
+    /* A rule added to install's chain; a redirect in a chain that is not install's. */
+    expect_foreign(LISTING(META ", " TABLE("skewgate") ", " CHAIN ", " RULE("22623", "22643") ", "
+                           RULE_IN("prerouting", "[{\"accept\": null}]")),
+                   1, "a rule in chain \"prerouting\"");
+    expect_foreign(LISTING(META ", " TABLE("skewgate") ", " CHAIN_WITH("nat", "0", "accept") ", " RULE("22623", "22643")),
+                   2, "chain \"prerouting\", a rule in chain \"prerouting\"");
+    /* Past four, the count says the rest. */
+    expect_foreign(LISTING(META ", " TABLE("skewgate") ", " CHAIN ", "
+                           RULE_IN("prerouting", "[{\"accept\": null}]") ", " RULE_IN("prerouting", "[{\"accept\": null}]") ", "
+                           RULE_IN("prerouting", "[{\"accept\": null}]") ", " RULE_IN("prerouting", "[{\"accept\": null}]") ", "
+                           RULE_IN("prerouting", "[{\"accept\": null}]")),
+                   5, "a rule in chain \"prerouting\", a rule in chain \"prerouting\", a rule in chain \"prerouting\", "
+                      "a rule in chain \"prerouting\", ...");
+    char got[64];
+    cr_expect_eq(nftables_listing_foreign("[1]", "skewgate", got, sizeof got), -1);
+}
