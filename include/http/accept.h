@@ -34,7 +34,7 @@ ignition_spec_t http_accept_ignition_spec(const char *accept, size_t len);
  * element http_accept_ignition_spec chooses; when no element has a spec
  * we render, the first Ignition element's. false when the header (NULL:
  * none) names no Ignition type with a valid version. Per-node evidence
- * reads it (proxy/evidence.h). */
+ * reads it (policy/evidence.h). */
 bool http_accept_ignition_version(const char *accept, size_t len, ignition_version_t *out);
 
 #endif

@@ -12,7 +12,7 @@
 #include <event2/event.h>
 
 #include "conf/config.h"
-#include "proxy/token_set.h"
+#include "policy/token_set.h"
 
 /* A rotation overlaps for minutes at least; a second is prompt, and a
  * stat(2) per file and second costs nothing. */

@@ -20,7 +20,7 @@
 #include "proxy/exchange.h"
 #include "proxy/held.h"
 #include "proxy/metrics.h"
-#include "proxy/token_set.h"
+#include "policy/token_set.h"
 #include "verdict/snapshot.h"
 
 typedef struct worker_listener {

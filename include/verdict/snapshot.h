@@ -31,7 +31,7 @@ typedef struct gate_snapshot {
     /* hold and deny ignore the spec: all their rows point at the same bytes */
     gate_response_t responses[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT];
     /* The same mode's answers for a node held on evidence of an old boot
-     * image (proxy/evidence.h), rendered with every verdict. */
+     * image (policy/evidence.h), rendered with every verdict. */
     gate_response_t evidence_responses[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT];
     char bytes[];       /* every response, back to back */
 } gate_snapshot_t;

@@ -9,7 +9,7 @@
 
 #include "cli/cmd.h"
 #include "conf/config.h"
-#include "proxy/token_set.h"
+#include "policy/token_set.h"
 #include "source/kube/token.h"
 #include "source/machines.h"
 #include "tls/tls.h"

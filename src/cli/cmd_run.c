@@ -109,15 +109,6 @@ static void gate_on_reload(evutil_socket_t sig, short what, void *arg)
     gate_reload(arg);
 }
 
-void gate_log_listening(const config_listener_t *lc, const struct sockaddr_storage *ss)
-{
-    char host[ADDR_IP_TEXT_LEN];
-    addr_ip_text(ss, host, sizeof host);
-    unsigned port = addr_port(ss);
-    json_t *f = json_pack("{s:s, s:i, s:b}", "host", host, "port", (int)port, "tls", lc->tls.enabled);
-    log_json(LOG_INFO, "listening", f);
-}
-
 /* Every listener gets one SO_REUSEPORT socket per worker, so the kernel
  * spreads connections and no thread hands one to another. */
 static int gate_open_listeners(gate_t *g, char *err, size_t errlen)
@@ -164,14 +155,6 @@ static int gate_tls(gate_t *g, char *err, size_t errlen)
             return -1;
     }
     return 0;
-}
-
-source_t *gate_new_source(gate_t *g, const config_t *cfg)
-{
-    const config_enforcement_t *e = &cfg->enforcement;
-    if (e->source == SOURCE_KIND_KUBERNETES)
-        return source_kube_new(g->base, &e->kubernetes, verdict_ctl_on_source, g->ctl);
-    return source_file_new(g->base, &e->file, verdict_ctl_on_source, g->ctl);
 }
 
 static int gate_source(gate_t *g, char *err, size_t errlen)
@@ -335,12 +318,6 @@ fail:
     fprintf(stderr, "skewgate run: %s\n", err);
     gate_free(g);
     return 1;
-}
-
-void gate_log_warning(const char *msg, void *arg)
-{
-    (void)arg;
-    log_msg(LOG_WARN, "token_file_mode", "%s", msg);
 }
 
 int cmd_run(int argc, char **argv)

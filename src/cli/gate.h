@@ -46,6 +46,8 @@ typedef struct gate {
     bool reload_again;          /* a SIGHUP came while one was under way */
 } gate_t;
 
+/* gate.c: what the start and a reload share. */
+
 /* The verdict source cfg names, reporting to the gate's controller. NULL
  * when out of memory. */
 source_t *gate_new_source(gate_t *g, const config_t *cfg);
@@ -53,6 +55,8 @@ source_t *gate_new_source(gate_t *g, const config_t *cfg);
 void gate_log_listening(const config_listener_t *lc, const struct sockaddr_storage *ss);
 /* check_config_warnings's warn for the gate: a token_file_mode warning in the log. */
 void gate_log_warning(const char *msg, void *arg);
+
+/* gate_reload.c, called by cmd_run.c only. */
 
 /* Sets up what reloads need (the acknowledgement eventfd). 0 or -1. */
 int gate_reload_init(gate_t *g, char *err, size_t errlen);

@@ -7,7 +7,7 @@
 #include "core/clock.h"
 #include "core/addr.h"
 #include "http/query.h"
-#include "proxy/admission_token.h"
+#include "policy/admission_token.h"
 
 /* Appends s as the inside of a JSON string; never writes past cap. */
 static size_t accesslog_escape(char *out, size_t at, size_t cap, const char *s, size_t len)

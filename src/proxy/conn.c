@@ -12,11 +12,9 @@
 #include "http/accept.h"
 #include "http/path.h"
 #include "http/proxy_proto.h"
+#include "policy/decide.h"
 #include "proxy/accesslog.h"
-#include "proxy/admission_token.h"
-#include "proxy/admission_machines.h"
 #include "proxy/conn.h"
-#include "proxy/evidence.h"
 #include "proxy/exchange.h"
 #include "proxy/local_response.h"
 #include "proxy/shared_timeout.h"
@@ -444,14 +442,6 @@ static void conn_copy_pool(conn_t *c, const char *clean, size_t len)
     c->log.pool[n] = '\0';
 }
 
-static bool conn_path_gated(const config_gate_t *gate, const char *clean, size_t len)
-{
-    for (size_t i = 0; i < gate->n_prefixes; i++)
-        if (http_path_has_prefix(clean, len, gate->prefixes[i]))
-            return true;
-    return false;
-}
-
 /* A rejected request's answer: the verdict's, or the evidence one when
  * evidence holds the node (its own reason, the same reject mode). */
 static void conn_reject(conn_t *c, const gate_snapshot_t *snap, bool evidence)
@@ -475,13 +465,6 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap, bool evidence)
                     : snap->mode == REJECT_DENY ? 403
                     : spec == IGNITION_SPEC_UNSUPPORTED ? 400 : 200;
     conn_send_local(c, r->data, c->is_head ? r->head_len : r->len, (gate_snapshot_t *)snap, !c->keep_alive);
-}
-
-static bool conn_evidence_too_old(const conn_t *c)
-{
-    const http_header_t *accept = http_headers_get(&c->w->conns.req.headers, HTTP_HDR_ACCEPT);
-    return accept ? evidence_too_old(&c->w->cfg->evidence, c->ibuf + accept->value.off, accept->value.len)
-                  : evidence_too_old(&c->w->cfg->evidence, NULL, 0);
 }
 
 /* One complete request head is in ibuf[0..head_len): judge and answer it. */
@@ -521,35 +504,28 @@ static void conn_dispatch(conn_t *c)
         return;
     }
     w->conns.path_len = clean_len;
-    if (conn_path_gated(&w->cfg->gate, clean, clean_len)) {
+    policy_request_t rq = {.head = c->ibuf, .req = req, .clean = clean, .clean_len = clean_len, .peer = &c->peer};
+    policy_view_t view = {.cfg = w->cfg, .tokens = w->tokens, .addresses = w->addrset, .snapshot = w->snapshot};
+    policy_decision_t d = policy_decide(&rq, &view);
+    if (d.action != POLICY_PASS)
         conn_copy_pool(c, clean, clean_len);
-        /* The policies come before the verdict: a node without the token
-         * is refused whatever the verdict, and learns nothing of it; then
-         * only a pending Machine's address goes on. */
-        admission_result_t why = w->tokens ? admission_token_judge(w->tokens, c->ibuf, req) : ADMISSION_PASS;
-        if (why == ADMISSION_PASS && w->cfg->admission.machines.enabled)
-            why = admission_machines_judge(w->addrset, &c->peer);
-        if (why != ADMISSION_PASS) {
-            c->log.decision = REQUEST_REJECT;
-            conn_record_refused(c, admission_reason_name(why));
-            conn_refuse(c, why, !c->keep_alive);
-            return;
-        }
-        const gate_snapshot_t *snap = w->snapshot;
-        if (!snap->admit) {
-            conn_reject(c, snap, false);
-            return;
-        }
-        /* After the verdict: a cluster that rejects answers with its own
-         * reason, the broader one; evidence only holds nodes it admits. */
-        if (w->cfg->evidence.enabled && evidence_applies(snap->verdict.reason) && conn_evidence_too_old(c)) {
-            conn_reject(c, snap, true);
-            return;
-        }
-        c->log.decision = REQUEST_ADMIT;
-        c->log.reason = verdict_reason_name(snap->verdict.reason);
-    } else {
+    switch (d.action) {
+    case POLICY_PASS:
         c->log.decision = REQUEST_PASS;
+        break;
+    case POLICY_REFUSE:
+        c->log.decision = REQUEST_REJECT;
+        conn_record_refused(c, admission_reason_name(d.refusal));
+        conn_refuse(c, d.refusal, !c->keep_alive);
+        return;
+    case POLICY_REJECT:
+    case POLICY_EVIDENCE:
+        conn_reject(c, view.snapshot, d.action == POLICY_EVIDENCE);
+        return;
+    case POLICY_ADMIT:
+        c->log.decision = REQUEST_ADMIT;
+        c->log.reason = verdict_reason_name(view.snapshot->verdict.reason);
+        break;
     }
     c->state = CONN_EXCHANGE;
     exchange_start(&c->exchange, c, &w->exchange, &c->log);

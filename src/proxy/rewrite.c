@@ -4,7 +4,7 @@
 
 #include "core/addr.h"
 #include "http/query.h"
-#include "proxy/admission_token.h"
+#include "policy/admission_token.h"
 #include "proxy/rewrite.h"
 
 /* Appends; past cap, every later append is a no-op and the result 0. */

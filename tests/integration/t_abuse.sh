@@ -47,17 +47,21 @@ gate_stop
 
 note "a slow reader of a 4 MiB body: whole, the gate's memory bounded"
 python3 "$ROOT/tools/mcs-data.py" "$MCS_DATA" $((4 * 1024 * 1024)) big
-gate_start "$TMP/gate.yaml"
+# Coalescing off keeps the request on the relay path: a shared fetch
+# holds its whole body once, by design, however many read it (t_coalesce
+# bounds that: 8 slow readers cost one body); the relay must hold a
+# bounded window of it. On the shared path this bound sat on the body's
+# size and failed once in CI (+4,124 KiB for 4,096).
+gate_config "$TMP/gate-relay.yaml" hold "$object" "limits:
+  header_timeout: 2s
+coalesce:
+  enabled: false"
+gate_start "$TMP/gate-relay.yaml"
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$GATE_PID/status"; }
 curl -sf -o /dev/null --cacert "$CA" "https://127.0.0.1:$TLS_PORT/config/worker"   # warm up the pools
 base=$(rss) peak=$(rss)
-# The query keeps the request off the shared-fetch path: a coalesced
-# fetch holds its whole body once, by design, however many read it
-# (t_coalesce bounds that: 8 slow readers cost one body); the relay must
-# hold a bounded window of it. Without the query this bound sat on the
-# body's size and failed once in CI (+4,124 KiB for 4,096).
 curl -s --limit-rate 1M --max-time 30 --cacert "$CA" -o "$TMP/slow" -w '%{http_code} %{size_download}\n' \
-  "https://127.0.0.1:$TLS_PORT/config/big?relayed" >"$TMP/slow.result" &
+  "https://127.0.0.1:$TLS_PORT/config/big" >"$TMP/slow.result" &
 reader=$!
 while kill -0 "$reader" 2>/dev/null; do r=$(rss); [ "$r" -le "$peak" ] || peak=$r; sleep 0.1; done
 wait "$reader" || fail "the slow reader: curl failed"

@@ -6,8 +6,8 @@
 
 #include "http/query.h"
 #include "http/request.h"
-#include "proxy/admission_token.h"
-#include "proxy/token_set.h"
+#include "policy/admission_token.h"
+#include "policy/token_set.h"
 
 static char dir[64];
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proxy/token_set.h"
+#include "policy/token_set.h"
 
 /* One token from path into e; 0, or -1 with err. */
 static int token_read(const char *path, token_entry_t *e, char *err, size_t errlen)

@@ -8,8 +8,8 @@
 #define SKEWGATE_ADMISSION_TOKEN_H
 
 #include "http/request.h"
-#include "proxy/reason.h"
-#include "proxy/token_set.h"
+#include "policy/admission.h"
+#include "policy/token_set.h"
 
 /* The query parameter that may carry the token. */
 #define ADMISSION_TOKEN_PARAM "token"

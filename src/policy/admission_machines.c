@@ -1,5 +1,5 @@
 #include "core/addrset.h"
-#include "proxy/admission_machines.h"
+#include "policy/admission_machines.h"
 
 admission_result_t admission_machines_judge(const addrset_t *set, const struct sockaddr_storage *peer)
 {

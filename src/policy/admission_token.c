@@ -1,7 +1,7 @@
 #include <strings.h>
 
 #include "http/query.h"
-#include "proxy/admission_token.h"
+#include "policy/admission_token.h"
 
 /* The credentials of "Bearer TOKEN" (RFC 6750 2.1: the scheme is
  * case-insensitive, then one or more spaces); false for another scheme. */

@@ -1,6 +1,6 @@
-/* Per-node evidence of an old boot image (proxy/evidence.h): one Accept
+/* Per-node evidence of an old boot image (policy/evidence.h): one Accept
  * parse and one comparison per gated request, only when enabled. */
-#include "proxy/evidence.h"
+#include "policy/evidence.h"
 #include "http/accept.h"
 
 bool evidence_applies(verdict_reason_t reason)

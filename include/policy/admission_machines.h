@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 
 #include "core/addrset.h"
-#include "proxy/reason.h"
+#include "policy/admission.h"
 
 /* ADMISSION_PASS for a pending Machine's address (the verdict decides),
  * ADMISSION_ACTIVE_NODE or ADMISSION_UNKNOWN_MACHINE otherwise; set NULL
