@@ -157,7 +157,8 @@ int http_response_parse(const char *buf, size_t len, const http_limits_t *lim,
 static bool name_is(const char *buf, const http_header_t *h, const char *name)
 {
     size_t n = strlen(name);
-    return h->name.len == n && strncasecmp(buf + h->name.off, name, n) == 0;
+    const char *at = buf + h->name.off;
+    return h->name.len == n && (*at | 0x20) == (*name | 0x20) && strncasecmp(at, name, n) == 0;
 }
 
 /* A directive of Cache-Control, by its name (before any '='). */

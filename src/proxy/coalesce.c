@@ -23,7 +23,6 @@ typedef enum {
 struct coalesce_fetch {
     /* under table_lock */
     coalesce_fetch_t *next;
-    char *key;                      /* rewrite_share_key's bytes, a copy */
     size_t key_len;
     bool in_table;
     uint32_t n_readers;             /* ever attached, for coalesce.max_followers */
@@ -41,6 +40,7 @@ struct coalesce_fetch {
     size_t head_lens[2];
     char *body;
     size_t body_len;
+    char key[];                     /* rewrite_share_key's bytes, a copy: one allocation with the fetch */
 };
 
 /* The bodies held at once, gate-wide, are bounded by this many times
@@ -199,7 +199,6 @@ static void fetch_unref(coalesce_fetch_t *f)
     free(f->heads[0]);
     free(f->heads[1]);
     free(f->body);
-    free(f->key);
     free(f);
 }
 
@@ -254,14 +253,9 @@ static coalesce_fetch_t *fetch_new(const coalesce_key_t *key)
 {
     if (key->len > COALESCE_KEY_MAX)
         return NULL;
-    coalesce_fetch_t *f = calloc(1, sizeof *f);
+    coalesce_fetch_t *f = calloc(1, sizeof *f + key->len);
     if (!f)
         return NULL;
-    f->key = malloc(key->len);
-    if (!f->key) {
-        free(f);
-        return NULL;
-    }
     memcpy(f->key, key->bytes, key->len);
     f->key_len = key->len;
     atomic_init(&f->refs, 2);   /* the table's and the driver's */

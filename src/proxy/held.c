@@ -366,9 +366,24 @@ static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const h
     return true;
 }
 
+/* Has any worker ever held or refused anyone? Until then (the common
+ * case of a cluster that admits) an admission has nothing to end. */
+static bool held_anyone(const held_table_t *t, const held_table_t *const *peers, size_t n_peers)
+{
+    for (size_t k = 0; k <= n_peers; k++) {
+        const held_table_t *pt = k == n_peers ? t : peers[k];
+        if (atomic_load_explicit(&pt->held.n_used, memory_order_relaxed) ||
+            atomic_load_explicit(&pt->refused.n_used, memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
 bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peers, const held_client_t *c,
                 uint64_t now_ms)
 {
+    if (!held_anyone(t, peers, n_peers))
+        return false;
     uint8_t addr[16];
     uint8_t family = held_key_of(c->addr, addr);
     if (!family)

@@ -91,11 +91,15 @@ size_t rewrite_request(char *buf, size_t cap, const char *head, const http_reque
  * pool name alone. Nothing else of the request is read. */
 static const char *const mcs_read_fields[] = {"Accept"};
 
-static bool field_is_read(const char *line, size_t name_len)
+/* rewrite_request writes "Name: value", so a read field's line has its
+ * colon right after the name: one byte to look at before the compare. */
+static bool field_is_read(const char *line, size_t line_len)
 {
-    for (size_t i = 0; i < sizeof mcs_read_fields / sizeof mcs_read_fields[0]; i++)
-        if (strlen(mcs_read_fields[i]) == name_len && strncasecmp(line, mcs_read_fields[i], name_len) == 0)
+    for (size_t i = 0; i < sizeof mcs_read_fields / sizeof mcs_read_fields[0]; i++) {
+        size_t n = strlen(mcs_read_fields[i]);
+        if (line_len > n && line[n] == ':' && strncasecmp(line, mcs_read_fields[i], n) == 0)
             return true;
+    }
     return false;
 }
 
@@ -107,15 +111,16 @@ size_t rewrite_share_key(const char *fwd, size_t len, char *out, size_t cap)
     /* rewrite_request wrote fwd: CRLF-ended lines, "Name: value" fields,
      * an empty line last. */
     for (;;) {
-        const char *eol = memmem(at, (size_t)(end - at), "\r\n", 2);
-        if (!eol || eol == at)
-            break;
-        size_t line_len = (size_t)(eol - at) + 2;
-        const char *colon = request_line ? NULL : memchr(at, ':', (size_t)(eol - at));
-        if (request_line || (colon && field_is_read(at, (size_t)(colon - at))))
+        /* memchr for the LF: glibc's memmem for "\r\n" cost 260
+         * instructions a line, 6 lines a request (bench S3). */
+        const char *lf = memchr(at, '\n', (size_t)(end - at));
+        if (!lf || lf - at < 2)
+            break;          /* the empty line, or no more */
+        size_t line_len = (size_t)(lf - at) + 1;
+        if (request_line || field_is_read(at, line_len))
             put(&o, at, line_len);
         request_line = false;
-        at = eol + 2;
+        at = lf + 1;
     }
     return result(&o);
 }
