@@ -39,8 +39,10 @@ typedef struct text {
 static size_t space_rune(const unsigned char *p, const unsigned char *end)
 {
     size_t n = (size_t)(end - p);
-    if (n >= 1 && (*p == ' ' || (*p >= '\t' && *p <= '\r')))
-        return 1;
+    if (n == 0)
+        return 0;
+    if (*p < 0x80)
+        return *p == ' ' || (*p >= '\t' && *p <= '\r');
     if (n >= 2 && p[0] == 0xc2 && (p[1] == 0x85 || p[1] == 0xa0))
         return 2;
     if (n < 3)
@@ -57,14 +59,18 @@ static text_t trim_space(const char *p, const char *end)
     const unsigned char *s = (const unsigned char *)p, *e = (const unsigned char *)end;
     for (size_t n; s < e && (n = space_rune(s, e)) > 0;)
         s += n;
-    /* A rune ends at e when its encoding does: try each length. */
-    for (bool trimmed = true; trimmed && e > s;) {
-        trimmed = false;
-        for (size_t n = 1; n <= 3 && !trimmed; n++)
-            if ((size_t)(e - s) >= n && space_rune(e - n, e) == n) {
-                e -= n;
-                trimmed = true;
-            }
+    while (e > s) {
+        if (e[-1] < 0x80) {     /* the common case: one ASCII byte */
+            if (space_rune(e - 1, e) == 0)
+                break;
+            e--;
+        } else if (e - s >= 2 && space_rune(e - 2, e) == 2) {
+            e -= 2;
+        } else if (e - s >= 3 && space_rune(e - 3, e) == 3) {
+            e -= 3;
+        } else {
+            break;
+        }
     }
     return (text_t){(const char *)s, (const char *)e};
 }
@@ -326,8 +332,23 @@ static bool go_parse_float32(text_t t, float *out)
     }
     if (p != t.end || (underscores && !go_underscores_ok(t)))
         return false;
-    /* Rebuild it in strtof's syntax: sign, "0x"?, digits, sticky, exponent
-     * moved by the point's place (hex digits are 4 bits). */
+    long kept = (long)d.n + (d.sticky ? 1 : 0);
+    long shift = (dot_at - kept) * (hex ? 4 : 1) + exp10;
+    /* Go's own fast path (atof32exact): at most 7 digits are exact in a
+     * float32, as is 10^k for k <= 10, and one IEEE multiply or divide
+     * rounds correctly. q=0.1, q=0.5, q=1 take it. */
+    static const float pow10f[] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
+    if (!hex && d.n <= 7 && shift >= -10 && shift <= 10) {
+        uint32_t m = 0;
+        for (size_t i = 0; i < d.n; i++)
+            m = m * 10 + (uint32_t)(d.buf[i] - '0');
+        float f = shift < 0 ? (float)m / pow10f[-shift] : (float)m * pow10f[shift];
+        *out = neg ? -f : f;
+        return true;
+    }
+    /* Otherwise strtof, on it rebuilt in strtof's syntax: sign, "0x"?,
+     * digits, sticky, exponent moved by the point's place (hex digits are
+     * 4 bits). */
     char num[MAX_DIGITS + 48];
     size_t at = 0;
     if (neg)
@@ -342,8 +363,6 @@ static bool go_parse_float32(text_t t, float *out)
     at += d.n;
     if (d.sticky)
         num[at++] = '1';
-    long kept = (long)d.n + (d.sticky ? 1 : 0);
-    long shift = (dot_at - kept) * (hex ? 4 : 1) + exp10;
     if (shift < -1000000)
         shift = -1000000;
     if (shift > 1000000)
