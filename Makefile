@@ -5,6 +5,7 @@
 #   make test         unit (Criterion) + integration tests
 #   make run          the local demo stack (see README)
 #   make fuzz         every libFuzzer target for FUZZ_SECONDS (default 20) each
+#   make e2e-mcs MCO_SRC=DIR  the real MCS built from DIR, and tests/e2e_mcs against it
 #   make image        the container image, without a registry: build/image/skewgate.oci.tar
 
 PKGS := libevent libevent_openssl libevent_pthreads openssl jansson yaml-0.1 libnftables
@@ -48,7 +49,7 @@ BIN      := $(BUILD)/skewgate
 LIB      := $(BUILD)/libskewgate.a
 UNIT_BIN := $(BUILD)/unit-tests
 
-.PHONY: all deps test unit integration run check-conf clean bench bench-smoke image image-rootfs fuzz abuse soak
+.PHONY: all deps test unit integration run check-conf clean bench bench-smoke image image-rootfs fuzz abuse soak e2e-mcs
 all: $(BIN)
 
 deps:
@@ -126,6 +127,15 @@ bench:
 
 bench-smoke:
 	./bench/run --smoke
+
+# The real-MCS tier (issue 19): builds cmd/machine-config-server from an
+# openshift/machine-config-operator tree (MCO_SRC, e.g. release-4.13) into
+# build/mcs/, then runs tests/e2e_mcs (the differential, Ignition end to
+# end, 200 concurrent fetches) against it. ONLY=t_name runs one test.
+e2e-mcs: deps $(BIN)
+	@[ -n "$(MCO_SRC)" ] || { echo "e2e-mcs: set MCO_SRC to a machine-config-operator source tree" >&2; exit 1; }
+	./tools/build-mcs.sh "$(MCO_SRC)" $(CURDIR)/$(BUILD)/mcs/machine-config-server
+	SKEWGATE_BIN=$(CURDIR)/$(BIN) MCS_BIN=$(CURDIR)/$(BUILD)/mcs/machine-config-server ./tests/e2e_mcs/run
 
 # libFuzzer + ASan + UBSan targets (tests/fuzz/run.sh); FUZZ_JOBS=2 runs two at once.
 FUZZ_SECONDS ?= 20

@@ -1,6 +1,8 @@
-/* http_accept: the part of content negotiation (RFC 9110 12.5.1) the gate
- * needs: which Ignition config spec a node reads, from its Accept header,
- * so that an explain response is a config it can parse. */
+/* http_accept: which Ignition config spec the Machine Config Server serves
+ * for an Accept header, read exactly as the MCS reads it (pkg/server/api.go
+ * of openshift/machine-config-operator release-4.13 to release-4.18: not
+ * RFC 9110's negotiation; src/http/accept.c says how), so that an explain
+ * response is the spec, or the 400, the MCS would have given the node. */
 #ifndef SKEWGATE_HTTP_ACCEPT_H
 #define SKEWGATE_HTTP_ACCEPT_H
 
@@ -9,10 +11,10 @@
 
 #include "core/ignition.h"
 
-/* The Ignition specs an explain response can be written in. */
+/* The specs those MCS releases serve (3.0.0 is not one: it answers 400),
+ * which an explain response is written in. */
 typedef enum {
     IGNITION_SPEC_2_2,
-    IGNITION_SPEC_3_0,
     IGNITION_SPEC_3_1,
     IGNITION_SPEC_3_2,
     IGNITION_SPEC_3_3,
@@ -21,20 +23,20 @@ typedef enum {
     IGNITION_SPEC__COUNT
 } ignition_spec_t;
 
-/* Picks the spec as the MCS does from an Accept header value (NULL = no
- * header): of the Ignition media types with a valid version, the one with
- * the highest q (the first among equals) that we can answer; the newest spec
- * we render that is not newer than it, within its major. No Ignition type:
- * IGNITION_SPEC_2_2. Only unsupported Ignition versions:
- * IGNITION_SPEC_UNSUPPORTED. Media types and parameter names match in any
- * case; OWS around '=' is allowed; a version may be quoted. */
+/* The spec the MCS serves for the first Accept field's value (NULL = no
+ * field; the MCS reads only the first, r.Header.Get): after a stable sort
+ * by descending q, the first Ignition element whose version it serves;
+ * no Ignition element with a valid version: IGNITION_SPEC_2_2; only
+ * unsupported versions: IGNITION_SPEC_UNSUPPORTED. Case-sensitive, q as
+ * Go's strconv.ParseFloat(q, 32), versions as go-semver parses them. */
 ignition_spec_t http_accept_ignition_spec(const char *accept, size_t len);
 
-/* The version the node asks for, as written (3.7.0 stays 3.7.0), of the
- * element http_accept_ignition_spec chooses; when no element has a spec
- * we render, the first Ignition element's. false when the header (NULL:
- * none) names no Ignition type with a valid version. Per-node evidence
- * reads it (policy/evidence.h). */
+/* The version the node asks for, as written (3.7.0 stays 3.7.0; numbers
+ * past 2^32-1 read as 2^32-1), of the element http_accept_ignition_spec
+ * decides by; when none has a spec the MCS serves, the first Ignition
+ * element's in the sorted order. false when the value (NULL: none) names
+ * no Ignition type with a valid version. Per-node evidence reads it
+ * (policy/evidence.h). */
 bool http_accept_ignition_version(const char *accept, size_t len, ignition_version_t *out);
 
 #endif

@@ -494,7 +494,7 @@ void held_view_release(held_view_t *v)
 const char *held_spec_name(uint8_t spec)
 {
     static const char *const names[IGNITION_SPEC__COUNT] = {
-        [IGNITION_SPEC_2_2] = "2.2.0", [IGNITION_SPEC_3_0] = "3.0.0", [IGNITION_SPEC_3_1] = "3.1.0",
+        [IGNITION_SPEC_2_2] = "2.2.0", [IGNITION_SPEC_3_1] = "3.1.0",
         [IGNITION_SPEC_3_2] = "3.2.0", [IGNITION_SPEC_3_3] = "3.3.0", [IGNITION_SPEC_3_4] = "3.4.0",
         [IGNITION_SPEC_UNSUPPORTED] = "unsupported",
     };

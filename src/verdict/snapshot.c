@@ -88,7 +88,7 @@ static void render_row(render_buf_t *b, const response_spec_t *r, const char *re
 /* ---- explain: a minimal Ignition config that writes the reason */
 
 static const char *const spec_versions[IGNITION_SPEC__COUNT] = {
-    [IGNITION_SPEC_2_2] = "2.2.0", [IGNITION_SPEC_3_0] = "3.0.0", [IGNITION_SPEC_3_1] = "3.1.0",
+    [IGNITION_SPEC_2_2] = "2.2.0", [IGNITION_SPEC_3_1] = "3.1.0",
     [IGNITION_SPEC_3_2] = "3.2.0", [IGNITION_SPEC_3_3] = "3.3.0", [IGNITION_SPEC_3_4] = "3.4.0",
 };
 

