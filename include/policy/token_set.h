@@ -34,6 +34,18 @@ typedef struct token_set {
  * or NULL with "FILE: problem" in err (a file missing, unreadable, empty,
  * too long or with other characters). */
 token_set_t *token_set_load(const char *const *paths, size_t n, char *err, size_t errlen);
+
+/* Told of each file token_set_load_usable leaves out: its index in paths
+ * and "token file FILE: problem" (never the token). */
+typedef void (*token_problem_fn)(size_t file, const char *problem, void *arg);
+#define TOKEN_PROBLEM_LEN 512
+
+/* As token_set_load, but a file that cannot be used is left out of the set
+ * (its token is no longer accepted) and reported to problem: the set of the
+ * usable files, maybe none, or NULL when out of memory. A token is a secret
+ * the operator withdraws by deleting or emptying its file, so a file that
+ * cannot be read now must not leave its last token in force. */
+token_set_t *token_set_load_usable(const char *const *paths, size_t n, token_problem_fn problem, void *arg);
 token_set_t *token_set_ref(token_set_t *s);
 void token_set_unref(token_set_t *s);
 

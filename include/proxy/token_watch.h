@@ -2,8 +2,10 @@
  * admission.token.files, on the main thread: it loads the set at start
  * and then checks the files' identity (device, inode, size, mtime) every
  * TOKEN_WATCH_INTERVAL_MS; a change loads all of them again and publishes
- * the new set. A file that cannot be used then (missing, empty, too long)
- * keeps the last good set in force and is logged by name, once per change;
+ * the new set. A file that cannot be used then (deleted, empty,
+ * unreadable, too long) is left out: its token is refused from that check
+ * on (fail closed: the others stay accepted, and with none left every
+ * gated request is refused), and it is logged by name, once per change;
  * no log line holds a token. */
 #ifndef SKEWGATE_TOKEN_WATCH_H
 #define SKEWGATE_TOKEN_WATCH_H

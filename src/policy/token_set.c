@@ -55,7 +55,10 @@ static int token_read(const char *path, token_entry_t *e, char *err, size_t errl
     return rc;
 }
 
-token_set_t *token_set_load(const char *const *paths, size_t n, char *err, size_t errlen)
+/* The set of paths[0..n)'s tokens; a file that cannot be used fails the
+ * whole load (strict) or is left out and reported (!strict). */
+static token_set_t *token_set_read(const char *const *paths, size_t n, bool strict, token_problem_fn problem,
+                                   void *arg, char *err, size_t errlen)
 {
     token_set_t *s = calloc(1, sizeof *s + n * sizeof s->tokens[0]);
     if (!s) {
@@ -64,14 +67,27 @@ token_set_t *token_set_load(const char *const *paths, size_t n, char *err, size_
     }
     atomic_init(&s->refs, 1);
     for (size_t i = 0; i < n; i++) {
-        if (token_read(paths[i], &s->tokens[i], err, errlen) < 0) {
-            s->n = n;
+        if (token_read(paths[i], &s->tokens[s->n], err, errlen) == 0) {
+            s->n++;
+        } else if (strict) {
             token_set_unref(s);
             return NULL;
+        } else {
+            problem(i, err, arg);
         }
     }
-    s->n = n;
     return s;
+}
+
+token_set_t *token_set_load(const char *const *paths, size_t n, char *err, size_t errlen)
+{
+    return token_set_read(paths, n, true, NULL, NULL, err, errlen);
+}
+
+token_set_t *token_set_load_usable(const char *const *paths, size_t n, token_problem_fn problem, void *arg)
+{
+    char err[TOKEN_PROBLEM_LEN];
+    return token_set_read(paths, n, false, problem, arg, err, sizeof err);
 }
 
 token_set_t *token_set_ref(token_set_t *s)

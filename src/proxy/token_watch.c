@@ -9,13 +9,16 @@
 #include "core/log.h"
 #include "proxy/token_watch.h"
 
-/* What stat(2) said of a file: a change of any field means a new read. */
+/* What stat(2) said of a file: a change of any field means a new read.
+ * The ctime and mode too: a chmod that makes a file unreadable changes
+ * neither its size nor its mtime. */
 typedef struct file_id {
     int err;                    /* errno of a failed stat, else 0 */
     dev_t dev;
     ino_t ino;
+    mode_t mode;
     off_t size;
-    struct timespec mtim;
+    struct timespec mtim, ctim;
 } file_id_t;
 
 struct token_watch {
@@ -34,13 +37,14 @@ static file_id_t file_id_of(const char *path)
     struct stat st;
     if (stat(path, &st) != 0)
         return (file_id_t){.err = errno ? errno : EIO};
-    return (file_id_t){0, st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+    return (file_id_t){0, st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtim, st.st_ctim};
 }
 
 static bool file_id_equal(const file_id_t *a, const file_id_t *b)
 {
-    return a->err == b->err && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtim.tv_sec == b->mtim.tv_sec && a->mtim.tv_nsec == b->mtim.tv_nsec;
+    return a->err == b->err && a->dev == b->dev && a->ino == b->ino && a->mode == b->mode &&
+           a->size == b->size && a->mtim.tv_sec == b->mtim.tv_sec && a->mtim.tv_nsec == b->mtim.tv_nsec &&
+           a->ctim.tv_sec == b->ctim.tv_sec && a->ctim.tv_nsec == b->ctim.tv_nsec;
 }
 
 /* Reads what ids[] names now; false when nothing changed since. */
@@ -60,6 +64,19 @@ static token_set_t *token_watch_load(const token_watch_t *tw, char *err, size_t 
     return token_set_load((const char *const *)tw->cfg->files, tw->cfg->n_files, err, errlen);
 }
 
+static void token_watch_left_out(size_t file, const char *problem, void *arg)
+{
+    (void)file;
+    (void)arg;
+    log_msg(LOG_WARN, "admission_tokens", "%s: its token is refused until the file is usable again", problem);
+}
+
+/* After the start, a file that cannot be used (deleted, emptied,
+ * unreadable, malformed) revokes its token rather than keeping the last
+ * one read: deleting or emptying the file is how an operator withdraws a
+ * leaked token, and a token the gate cannot read now is one it cannot
+ * vouch for. The other files' tokens stay accepted; with none left, every
+ * gated request is refused (fail closed), never admitted. */
 static void token_watch_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -67,13 +84,20 @@ static void token_watch_tick(evutil_socket_t fd, short what, void *arg)
     token_watch_t *tw = arg;
     if (!token_watch_changed(tw))
         return;
-    char err[CONFIG_ERR_LEN];
-    token_set_t *set = token_watch_load(tw, err, sizeof err);
+    token_set_t *set = token_set_load_usable((const char *const *)tw->cfg->files, tw->cfg->n_files,
+                                             token_watch_left_out, tw);
     if (!set) {
-        log_msg(LOG_WARN, "admission_tokens", "keeping the tokens last loaded: %s", err);
+        /* Out of memory: nothing was read, so nothing is known to be revoked. */
+        log_msg(LOG_ERROR, "admission_tokens", "token files: out of memory; the tokens last loaded stay");
         return;
     }
-    log_msg(LOG_INFO, "admission_tokens", "%zu token files read again after a change", set->n);
+    if (set->n == 0)
+        log_msg(LOG_ERROR, "admission_tokens",
+                "none of the %zu token files is usable: every gated request is refused (403) until one is",
+                tw->cfg->n_files);
+    else
+        log_msg(LOG_INFO, "admission_tokens", "%zu of %zu token files read again after a change", set->n,
+                tw->cfg->n_files);
     tw->publish(set, tw->arg);
 }
 

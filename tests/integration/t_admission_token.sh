@@ -2,7 +2,8 @@
 # The provisioning token policy (admission.token): real Ignition fetches
 # with the token in the pointer config's httpHeaders, curl with
 # Authorization and with ?token=, 403 TokenMissing / TokenInvalid,
-# rotation across two files, the token never upstream and never in a log.
+# rotation across two files, a deleted or emptied file revoking its token,
+# the token never upstream and never in a log.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$IGNITION" ] || fail "Ignition is not installed (package ignition)"
@@ -86,15 +87,35 @@ wait_until 10 c_accepted || fail "the new token was not accepted after the rotat
 IGN_HEADERS="[{\"name\": \"Authorization\", \"value\": \"Bearer $TOK_C\"}]" ign_run rotated ||
   { cat "$TMP/rotated/out"; fail "Ignition with the new token failed"; }
 
-note "a token file gone at runtime: the last good set stays, and it is logged"
+note "a token file deleted at runtime revokes its token (the other stays), and it is logged"
+# previous holds A, current holds C (after the rotation above).
+[ "$(status_of -H "Authorization: Bearer $TOK_A" "$url")" = "200 " ] || fail "A not accepted before the delete"
 rm "$tokdir/previous"
-kept_logged() { grep -q '"event":"admission_tokens".*keeping the tokens last loaded: token file '"$tokdir"'/previous' "$GATE_LOG"; }
-wait_until 10 kept_logged || fail "the missing file was not logged"
-[ "$(status_of -H "Authorization: Bearer $TOK_A" "$url")" = "200 " ] || fail "the last good set was dropped"
+a_refused() { [ "$(status_of -H "Authorization: Bearer $TOK_A" "$url")" = "403 TokenInvalid" ]; }
+wait_until 10 a_refused || fail "the token of a deleted file is still accepted"
+grep -q '"event":"admission_tokens".*token file '"$tokdir"'/previous: No such file.*its token is refused' "$GATE_LOG" ||
+  fail "the deleted file was not logged"
+[ "$(status_of -H "Authorization: Bearer $TOK_C" "$url")" = "200 " ] || fail "the other file's token was dropped too"
+[ "$(status_of "$url?token=$TOK_A")" = "403 TokenInvalid" ] || fail "the revoked token is accepted as a parameter"
 put_token previous "$TOK_B"
 b_back() { [ "$(status_of -H "Authorization: Bearer $TOK_B" "$url")" = "200 " ]; }
 wait_until 10 b_back || fail "the file's return was not read"
-[ "$(status_of -H "Authorization: Bearer $TOK_A" "$url")" = "403 TokenInvalid" ] || fail "A still accepted after its file changed"
+[ "$(status_of -H "Authorization: Bearer $TOK_A" "$url")" = "403 TokenInvalid" ] || fail "A accepted again"
+
+note "an emptied token file revokes its token; with no usable file every token is refused"
+: >"$tokdir/previous"
+b_refused() { [ "$(status_of -H "Authorization: Bearer $TOK_B" "$url")" = "403 TokenInvalid" ]; }
+wait_until 10 b_refused || fail "the token of an emptied file is still accepted"
+rm "$tokdir/current"
+c_refused() { [ "$(status_of -H "Authorization: Bearer $TOK_C" "$url")" = "403 TokenInvalid" ]; }
+wait_until 10 c_refused || fail "with no usable token file, a token is still accepted"
+grep -q '"level":"error","event":"admission_tokens".*none of the 2 token files is usable' "$GATE_LOG" ||
+  fail "no usable file was not logged as an error"
+[ "$(status_of "$url")" = "403 TokenMissing" ] || fail "no token, no usable file: $(status_of "$url")"
+put_token current "$TOK_C"
+put_token previous "$TOK_B"
+wait_until 10 b_back || fail "the files' return was not read"
+[ "$(status_of -H "Authorization: Bearer $TOK_C" "$url")" = "200 " ] || fail "C not accepted after its return"
 
 note "the reasons are counted and logged"
 metrics=$(curl -sf "http://$ADMIN_ADDR/metrics")

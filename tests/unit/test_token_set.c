@@ -97,6 +97,57 @@ Test(token_set, unusable_files_are_errors_naming_the_file_not_the_token)
     token_set_unref(s);
 }
 
+/* After the start: a file that cannot be used is left out and reported, the
+ * others stay; none usable is an empty set (every token refused), not NULL. */
+typedef struct problems {
+    size_t n, files[8];
+    char last[TOKEN_PROBLEM_LEN];
+} problems_t;
+
+static void note_problem(size_t file, const char *problem, void *arg)
+{
+    problems_t *p = arg;
+    p->files[p->n++] = file;
+    snprintf(p->last, sizeof p->last, "%s", problem);
+}
+
+Test(token_set, usable_load_leaves_out_each_unusable_file)
+{
+    char absent[160];
+    snprintf(absent, sizeof absent, "%s/absent", dir);
+    struct {
+        const char *text;           /* NULL: the file does not exist */
+        const char *why;
+    } cases[] = {
+        {NULL, "No such file"},
+        {"", "is empty"},
+        {"two words\n", "not a visible ASCII"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *paths[] = {write_file("good", "tok-good\n"), cases[i].text ? write_file("bad", cases[i].text)
+                                                                             : absent};
+        problems_t pr = {0};
+        token_set_t *s = token_set_load_usable(paths, 2, note_problem, &pr);
+        cr_assert_not_null(s);
+        cr_assert_eq(s->n, 1);
+        cr_assert(token_set_contains(s, "tok-good", 8));
+        cr_assert_eq(pr.n, 1);
+        cr_assert_eq(pr.files[0], 1);
+        cr_assert(strstr(pr.last, cases[i].why), "%s", pr.last);
+        cr_assert(strstr(pr.last, paths[1]), "%s", pr.last);
+        token_set_unref(s);
+        unlink(paths[1]);
+    }
+    const char *none[] = {absent, write_file("empty", "")};
+    problems_t pr = {0};
+    token_set_t *s = token_set_load_usable(none, 2, note_problem, &pr);
+    cr_assert_not_null(s);
+    cr_assert_eq(s->n, 0);
+    cr_assert_eq(pr.n, 2);
+    cr_assert_not(token_set_contains(s, "tok-good", 8));
+    token_set_unref(s);
+}
+
 /* The policy on parsed requests: the header first, then the parameter. */
 static admission_result_t judge(const token_set_t *s, const char *head)
 {
