@@ -1,6 +1,11 @@
 /* http/query: one parameter of a request target's query, found or cut
- * out, as sent (no percent-decoding: a value is compared byte for byte).
- * Parameters are separated by '&', as Go's url.ParseQuery splits them. */
+ * out, read exactly as Go's url.ParseQuery reads it (the MCS is a Go
+ * server, and Go 1.17+ is what the gate must agree with): pairs split at
+ * '&' only; a pair holding a ';' or a bad %-escape is refused (ParseQuery
+ * reports an error and r.URL.Query() drops the pair); keys and values
+ * percent-decoded with '+' as a space. So `to%6Ben=T`, `token=a%2Bb` and
+ * `token=a+b` are all read as Go reads them: a token parameter, "a+b"
+ * and "a b". */
 #ifndef SKEWGATE_HTTP_QUERY_H
 #define SKEWGATE_HTTP_QUERY_H
 
@@ -9,17 +14,25 @@
 
 #include "http/message.h"
 
-/* The value of the first parameter called name in query[0..len) (the
- * part after '?'), into *value as a slice of query; false when there is
- * none. "name" without '=' has an empty value. */
-bool http_query_param(const char *query, size_t len, const char *name, http_slice_t *value);
+/* The longest name looked up. */
+#define HTTP_QUERY_NAME_MAX 32
 
-/* Does target[0..len) carry a parameter called name? */
-bool http_target_has_param(const char *target, size_t len, const char *name);
+#define HTTP_QUERY_NONE (-1)        /* no pair Go keeps is called name */
+#define HTTP_QUERY_TOO_LONG (-2)    /* its value decodes to more than cap bytes */
 
-/* target[0..len) with every parameter called name left out, into
- * out[cap]: its length, or 0 when it does not fit. The '?' goes too when
- * no parameter is left. */
+/* The decoded value of the first pair Go keeps whose decoded key is name
+ * (at most HTTP_QUERY_NAME_MAX bytes), in query[0..len) (the part after
+ * '?'), into out[cap]: its length (0 for "name" or "name="), or one of
+ * the codes above. */
+int http_query_get(const char *query, size_t len, const char *name, char *out, size_t cap);
+
+/* Would http_target_without_param change target[0..len)? */
+bool http_target_strips(const char *target, size_t len, const char *name);
+
+/* target[0..len) without the pairs whose decoded key is name and without
+ * the pairs Go refuses (they are no parameter to the MCS, and one may hold
+ * a secret), the others as sent, into out[cap]: its length, or 0 when it
+ * does not fit. The '?' goes too when no pair is left. */
 size_t http_target_without_param(const char *target, size_t len, const char *name, char *out, size_t cap);
 
 #endif

@@ -238,6 +238,11 @@ static int request_semantics(const char *buf, http_request_t *req)
     int rc = parse_host(buf, req);
     if (rc == 0)
         rc = parse_framing(buf, req);
+    /* Authorization is a singleton (RFC 9110 11.6.2, no list syntax): of
+     * two, a proxy reading the first and a server reading the last would
+     * judge different credentials; a strict proxy refuses the request. */
+    if (rc == 0 && field_count(&req->headers, HTTP_HDR_AUTHORIZATION) > 1)
+        rc = request_error(req, -400, "more than one Authorization field");
     if (rc < 0)
         return rc;
     const http_header_t *e = http_headers_get(&req->headers, HTTP_HDR_EXPECT);

@@ -1,3 +1,4 @@
+#include <string.h>
 #include <strings.h>
 
 #include "http/query.h"
@@ -19,19 +20,22 @@ static bool bearer_token(const char *v, size_t len, http_slice_t *tok, uint32_t 
 
 admission_result_t admission_token_judge(const token_set_t *set, const char *head, const http_request_t *req)
 {
-    http_slice_t tok = {0, 0};
-    bool found = false;
     const http_header_t *auth = http_headers_get(&req->headers, HTTP_HDR_AUTHORIZATION);
-    if (auth)
-        found = bearer_token(head + auth->value.off, auth->value.len, &tok, auth->value.off);
-    if (!found && req->query.len) {
-        http_slice_t v;
-        if (http_query_param(head + req->query.off, req->query.len, ADMISSION_TOKEN_PARAM, &v) && v.len) {
-            tok = (http_slice_t){req->query.off + v.off, v.len};
-            found = true;
-        }
-    }
-    if (!found || tok.len == 0)
+    http_slice_t tok;
+    if (auth && bearer_token(head + auth->value.off, auth->value.len, &tok, auth->value.off))
+        return tok.len == 0 ? ADMISSION_TOKEN_MISSING
+               : token_set_contains(set, head + tok.off, tok.len) ? ADMISSION_PASS
+                                                                  : ADMISSION_TOKEN_INVALID;
+    if (req->query.len == 0)
         return ADMISSION_TOKEN_MISSING;
-    return token_set_contains(set, head + tok.off, tok.len) ? ADMISSION_PASS : ADMISSION_TOKEN_INVALID;
+    /* The parameter as Go reads it, decoded: one longer than any token
+     * is one no set holds. */
+    char value[TOKEN_MAX];
+    int n = http_query_get(head + req->query.off, req->query.len, ADMISSION_TOKEN_PARAM, value, sizeof value);
+    admission_result_t why = n == HTTP_QUERY_NONE || n == 0 ? ADMISSION_TOKEN_MISSING
+                             : n == HTTP_QUERY_TOO_LONG     ? ADMISSION_TOKEN_INVALID
+                             : token_set_contains(set, value, (size_t)n) ? ADMISSION_PASS
+                                                                          : ADMISSION_TOKEN_INVALID;
+    explicit_bzero(value, sizeof value);
+    return why;
 }

@@ -57,13 +57,14 @@ static size_t accesslog_str(char *out, size_t at, size_t cap, const char *key, c
     return at;
 }
 
-/* The target as logged: never with a token parameter's value, whatever
- * the admission policy (no log line holds a token). Without one, the
- * target itself; else a copy into out[cap] without it, or, too long to
- * copy, the target without its query. */
+/* The target as logged: never with a token parameter's value, in any
+ * spelling Go reads as one, nor a pair Go refuses (it may hold one),
+ * whatever the admission policy (no log line holds a token). Without
+ * either, the target itself; else a copy into out[cap] without them, or,
+ * too long to copy, the target without its query. */
 static const char *accesslog_target(const char *target, size_t *len, char *out, size_t cap)
 {
-    if (!memchr(target, '?', *len) || !http_target_has_param(target, *len, ADMISSION_TOKEN_PARAM))
+    if (!memchr(target, '?', *len) || !http_target_strips(target, *len, ADMISSION_TOKEN_PARAM))
         return target;
     size_t n = http_target_without_param(target, *len, ADMISSION_TOKEN_PARAM, out, cap);
     *len = n ? n : (size_t)((const char *)memchr(target, '?', *len) - target);

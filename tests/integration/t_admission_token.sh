@@ -67,6 +67,34 @@ note "the MCS never sees the token parameter"
 grep -q "GET /config/worker?a=1&b=2 " "$TMP/mcs/access.log" || { cat "$TMP/mcs/access.log"; fail "upstream did not get the target without the token"; }
 grep -q "GET /config/worker HTTP" "$TMP/mcs/access.log" || fail "upstream did not get ?token= stripped"
 
+note "every spelling Go reads as the token parameter is judged, stripped and never logged"
+# TOK_A's bytes all percent-encoded, and the key spelled three ways.
+enc_A=$(printf '%s' "$TOK_A" | od -An -tx1 -v | tr -d ' \n' | sed 's/../%&/g')
+plain="http://127.0.0.1:$PLAIN_PORT/config/worker"
+for q in "to%6Ben=$TOK_A" "token=$enc_A" "%74%6F%6B%65%6E=$TOK_A&keep=1" "keep=2&tok%65n=$enc_A"; do
+  [ "$(status_of "$plain?$q")" = "200 " ] || fail "?$q: $(status_of "$plain?$q")"
+done
+# Pairs Go refuses (a ';', a bad escape) are no parameter: no token, and
+# they are dropped as r.URL.Query() drops them, so neither reaches the MCS.
+for q in "a;token=$TOK_A" "token=$TOK_A;x" "keep=3&;token=$TOK_A" "token=$TOK_A%zz"; do
+  [ "$(status_of "$plain?$q")" = "403 TokenMissing" ] || fail "?$q: $(status_of "$plain?$q")"
+done
+[ "$(status_of -H "Authorization: Bearer $TOK_A" "$plain?a;token=$TOK_A&keep=4")" = "200 " ] || fail "bearer with a refused pair"
+# A '+' is a space to Go: a raw '+' cannot spell a token that has one.
+[ "$(status_of "$plain?token=${TOK_A:0:8}+${TOK_A:8}")" = "403 TokenInvalid" ] || fail "a raw + was not read as a space"
+for n in 1 2 4; do
+  grep -q "GET /config/worker?keep=$n HTTP" "$TMP/mcs/access.log" || { cat "$TMP/mcs/access.log"; fail "keep=$n not forwarded alone"; }
+done
+if grep -E 'to%6Ben|%74%6F%6B|tok%65n|token' "$TMP/mcs/access.log"; then fail "a token parameter reached the MCS"; fi
+grep -q '"path":"/config/worker?keep=1","pool":"worker"' "$GATE_LOG" || fail "the access log's path or pool"
+if grep -E '"pool":"[^"]*(token|;)' "$GATE_LOG"; then fail "the query reached the pool label"; fi
+
+note "a duplicate Authorization field is 400, whatever the tokens"
+[ "$(status_of -H "Authorization: Bearer $TOK_A" -H "Authorization: Bearer $TOK_A" "$plain")" = "400 " ] ||
+  fail "duplicate Authorization: $(status_of -H "Authorization: Bearer $TOK_A" -H "Authorization: Bearer $TOK_A" "$plain")"
+[ "$(status_of -H "Authorization: Bearer $TOK_A" -H "authorization: Bearer nope" "$url")" = "400 " ] ||
+  fail "duplicate Authorization over TLS"
+
 note "Ignition: the token in httpHeaders boots; none fails at once"
 IGN_HEADERS="[{\"name\": \"Authorization\", \"value\": \"Bearer $TOK_A\"}]" ign_run with_token ||
   { cat "$TMP/with_token/out"; fail "Ignition with the token failed"; }
@@ -134,7 +162,7 @@ done
 
 note "no log line holds a token"
 gate_stop
-for t in "$TOK_A" "$TOK_B" "$TOK_C"; do
+for t in "$TOK_A" "$TOK_B" "$TOK_C" "$enc_A"; do
   for f in "$GATE_LOG" "$TMP/mcs/access.log" "$TMP/mcs/error.log" "$TMP/mcs/stdout"; do
     if grep -qF "$t" "$f"; then fail "a token appears in $f"; fi
   done

@@ -526,6 +526,16 @@ Test(http_request, multiple_host_fields)
     refused("GET / HTTP/1.0\r\nHost: a\r\nX: 1\r\nhost: b\r\n\r\n", -400, "more than one Host field");
 }
 
+/* A singleton field: which of two a server reads is not ours to guess. */
+Test(http_request, multiple_authorization_fields)
+{
+    refused("GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\r\nAuthorization: Bearer y\r\n\r\n", -400,
+            "more than one Authorization field");
+    refused("GET / HTTP/1.1\r\nHost: a\r\nauthorization: Bearer x\r\nX: 1\r\nAUTHORIZATION: Bearer x\r\n\r\n",
+            -400, "more than one Authorization field");
+    cr_assert_gt(parse("GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\r\n\r\n"), 0);
+}
+
 Test(http_request, host_characters)
 {
     refused("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", -400, "invalid Host field");
