@@ -666,6 +666,7 @@ class Store:
         self.bseq = 0
         self.stall_until = 0.0
         self.stall_watches = False
+        self.continue_410 = 0      # list requests with a continue token answered 410 Expired
         self.trickle_until = 0.0   # answers (not control ones) are sent a byte at a time until then
         self.trickle_gap = 0.2
         self.fail = None                  # {"count", "code", "kinds", "message", "retry_after"}
@@ -776,11 +777,12 @@ class Store:
             self._emit("DELETED", old, res)
             return copy.deepcopy(old)
 
-    def generate_nodes(self, count, prefix, base):
-        """count Nodes at once, without events: as if they had been there before any watch."""
+    def generate_nodes(self, count, prefix, base, pad_bytes=0):
+        """count Nodes at once, without events: as if they had been there before any watch;
+        pad_bytes of annotation each make them as large as busy real Nodes (~20 KiB)."""
         with self.cond:
             for i in range(count):
-                obj = inventory.normalize("nodes", inventory.generated_node(i, prefix, base))
+                obj = inventory.normalize("nodes", inventory.generated_node(i, prefix, base, pad_bytes))
                 obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339(),
                                        resourceVersion=self._next_rv())
                 self.inv["nodes"][inventory.key_of(obj)] = obj
@@ -1309,7 +1311,8 @@ class Handler(BaseHTTPRequestHandler):
                 if tok is None:
                     raise bad_request("continue key is not valid: the continue token is not valid")
                 rv, after = tok
-                if rv < st.floor:
+                if st.continue_410 > 0 or rv < st.floor:
+                    st.continue_410 = max(0, st.continue_410 - 1)
                     raise ApiError(410, "Expired", "The provided continue parameter is too old to display a "
                                    "consistent list result. You can start a new list without the continue "
                                    "parameter, or use the continue token in this response to retrieve the "
@@ -1801,7 +1804,11 @@ class Handler(BaseHTTPRequestHandler):
                 base = [int(x) for x in str(req.get("base", "10.128")).split(".")]
                 if len(base) != 2:
                     raise bad_request("generate_nodes: base is two octets, like 10.128")
-                st.generate_nodes(int(req.get("count", 1)), str(req.get("prefix", "node")), base)
+                st.generate_nodes(int(req.get("count", 1)), str(req.get("prefix", "node")), base,
+                                  int(req.get("pad_bytes", 0)))
+            elif f == "continue_410":
+                with st.cond:
+                    st.continue_410 = int(req.get("count", 1))
             elif f == "delete_object":
                 res["object"] = st.delete_object(req.get("name", "cluster"))
             elif f == "config":

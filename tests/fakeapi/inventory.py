@@ -105,11 +105,15 @@ def page(objects, pred, limit, after_key):
     return [objects[k] for k in keys], None, False
 
 
-def generated_node(i, prefix, base_octets):
-    """Node i of a generated fleet: name PREFIX-i, InternalIP base + i (IPv4), a nodeRef-free status."""
+def generated_node(i, prefix, base_octets, pad_bytes=0):
+    """Node i of a generated fleet: name PREFIX-i, InternalIP base + i (IPv4), a nodeRef-free status;
+    pad_bytes of annotation to reach a busy Node's size."""
     a, b = base_octets
     ip = "%d.%d.%d.%d" % (a, b, (i >> 8) & 255, i & 255)
-    return {"metadata": {"name": "%s-%05d" % (prefix, i), "labels": {"node-role.kubernetes.io/worker": ""}},
+    md = {"name": "%s-%05d" % (prefix, i), "labels": {"node-role.kubernetes.io/worker": ""}}
+    if pad_bytes:
+        md["annotations"] = {"fakeapi.skewgate.test/padding": "p" * pad_bytes}
+    return {"metadata": md,
             "status": {"addresses": [{"type": "InternalIP", "address": ip},
                                      {"type": "Hostname", "address": "%s-%05d" % (prefix, i)}],
                        # bulk a real Node carries, so that pages have a realistic size

@@ -7,7 +7,7 @@
  * watch that lasts minutes, so reuse would save one handshake per watch.
  *
  * Bounds: the head is at most 64 KiB, a body or a line at most
- * KUBE_BODY_MAX; beyond, the request fails. Connecting, the handshake,
+ * KUBE_BODY_MAX; beyond, the request fails (too_large). Connecting, the handshake,
  * sending and the head share one deadline (KUBE_REQUEST_TIMEOUT_MS); the
  * body fails after idle_timeout_ms without a byte.
  *
@@ -42,6 +42,7 @@ typedef struct kube_response {
     char detail[256];           /* when !complete: more, e.g. the TLS reason */
     const char *body;           /* WHOLE, or any non-2xx answer: the body */
     size_t body_len;
+    bool too_large;             /* !complete because the body passed KUBE_BODY_MAX */
 } kube_response_t;
 
 typedef struct kube_client_cbs {
@@ -61,9 +62,10 @@ kube_client_t *kube_client_new(struct event_base *base, const kube_endpoint_t *e
 void kube_client_free(kube_client_t *c);
 
 /* Starts GET target, with "Authorization: Bearer token" unless token is
- * NULL. The host name is resolved here, blocking: the client runs on the
- * verdict thread, never on the data path. 0, or -1 with err (nothing to
- * wait for then). */
+ * NULL. A host name is resolved with libevent's evdns (resolv.conf,
+ * /etc/hosts), never blocking the loop; its failure comes as on_done's
+ * error "cannot resolve". 0, or -1 with err (nothing to wait for then).
+ * A body buffer grown past 256 KiB by the last answer is freed first. */
 int kube_client_request(kube_client_t *c, const char *target, const char *token,
                         kube_body_mode_t mode, uint64_t idle_timeout_ms, char *err,
                         size_t errlen);

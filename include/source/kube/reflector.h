@@ -5,10 +5,11 @@
  *
  *   list page ok, continue ──> the next page (limit per page, so that no
  *                              answer grows with the cluster)
+ *   page over KUBE_BODY_MAX ─> the same page with half the limit (kept)
  *   last page ok ────────────> watch from the list's resourceVersion
  *   watch ends cleanly ──────> watch again from the last resourceVersion
  *   410 Gone / ERROR Expired ─> list again from the first page at once
- *                              (also for an expired continue token)
+ *   410 on a continue token ─> fails, as below
  *   anything else fails ─────> failing, jittered backoff (200 ms doubling
  *                              to 30 s), then list again: the list
  *                              confirms the view and catches up

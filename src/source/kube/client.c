@@ -1,5 +1,4 @@
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +6,9 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
+#include <event2/dns.h>
 #include <event2/event.h>
+#include <event2/util.h>
 #include <openssl/err.h>
 
 #include "core/clock.h"
@@ -22,6 +23,10 @@
 #define HEAD_FIELDS 64
 /* Reads per wake-up: a fast stream must not starve the rest of the loop. */
 #define READS_PER_WAKE 16
+/* A body buffer larger than this is given back when the next request
+ * starts: a list page may have grown it to KUBE_BODY_MAX, the watch that
+ * follows needs a line at a time. */
+#define BODY_KEEP (256u << 10)
 
 typedef enum {
     KC_IDLE,
@@ -45,7 +50,11 @@ struct kube_client {
     sockio_t io;
     struct event *io_ev;
     struct event *timer;
-    struct addrinfo *addrs, *addr;  /* addr: the one being tried */
+    struct evdns_base *dns;     /* the API server's name, off the loop's back */
+    struct evdns_getaddrinfo_request *resolving;
+    bool in_send;               /* kube_client_send is on the stack */
+    int resolved_rc;            /* what a resolution during in_send said */
+    struct evutil_addrinfo *addrs, *addr;   /* addr: the one being tried */
 
     char *req;                  /* holds the token: wiped when done */
     size_t req_len, req_sent;
@@ -79,8 +88,14 @@ static void close_connection(kube_client_t *c)
     }
     evtimer_del(c->timer);
     sockio_close(&c->io);
+    if (c->resolving) {
+        /* Its callback still comes, with EVUTIL_EAI_CANCEL. */
+        struct evdns_getaddrinfo_request *q = c->resolving;
+        c->resolving = NULL;
+        evdns_getaddrinfo_cancel(q);
+    }
     if (c->addrs) {
-        freeaddrinfo(c->addrs);
+        evutil_freeaddrinfo(c->addrs);
         c->addrs = c->addr = NULL;
     }
     if (c->req) {
@@ -106,6 +121,7 @@ static void finish(kube_client_t *c, bool complete, const char *error, const cha
         .error = error,
         .body = c->body,
         .body_len = c->lines ? 0 : c->body_len,
+        .too_large = error && !strcmp(error, "response body too large"),
     };
     snprintf(r.detail, sizeof r.detail, "%s", detail ? detail : "");
     close_connection(c);
@@ -475,6 +491,7 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     (void)what;
     kube_client_t *c = arg;
     fail(c, c->state == KC_BODY ? "no data from the API server within the idle timeout"
+            : c->resolving      ? "the API server's name did not resolve within the request timeout"
                                 : "no response head within the request timeout");
 }
 
@@ -506,6 +523,29 @@ static int build_request(kube_client_t *c, const kube_request_t *r)
     return 0;
 }
 
+/* The API server's addresses (evdns: a name is resolved without blocking
+ * the main loop, which also serves the admin API and publishes verdicts). */
+static void on_resolved(int rc, struct evutil_addrinfo *res, void *arg)
+{
+    /* A cancelled one may come after its client was freed: look no further. */
+    if (rc == EVUTIL_EAI_CANCEL)
+        return;
+    kube_client_t *c = arg;
+    c->resolving = NULL;
+    c->addrs = c->addr = rc == 0 ? res : NULL;
+    if (c->in_send) {
+        c->resolved_rc = rc;
+        return;
+    }
+    char err[512];
+    if (rc != 0) {
+        snprintf(err, sizeof err, "resolve %s: %s", c->ep.host, evutil_gai_strerror(rc));
+        finish(c, false, "cannot resolve", err);
+    } else if (connect_next(c, err, sizeof err) < 0) {
+        finish(c, false, "cannot connect", err);
+    }
+}
+
 int kube_client_request(kube_client_t *c, const char *target, const char *token,
                         kube_body_mode_t mode, uint64_t idle_timeout_ms, char *err,
                         size_t errlen)
@@ -522,17 +562,32 @@ int kube_client_send(kube_client_t *c, const kube_request_t *r, kube_body_mode_t
     c->idle_timeout_ms = idle_timeout_ms;
     c->body_len = c->scanned = 0;
     c->lines = false;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG};
-    int rc = getaddrinfo(c->ep.host, c->ep.port, &hints, &c->addrs);
-    if (rc != 0) {
-        c->addrs = NULL;
-        snprintf(err, errlen, "resolve %s: %s", c->ep.host, gai_strerror(rc));
-        return -1;
+    if (c->body_cap > BODY_KEEP) {
+        free(c->body);
+        c->body = NULL;
+        c->body_cap = 0;
     }
-    c->addr = c->addrs;
     if (build_request(c, r) < 0) {
         snprintf(err, errlen, "out of memory");
+        close_connection(c);
+        return -1;
+    }
+    arm_timer(c, KUBE_REQUEST_TIMEOUT_MS);
+    struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                    .ai_flags = EVUTIL_AI_NUMERICSERV | EVUTIL_AI_ADDRCONFIG};
+    /* A numeric host or one of /etc/hosts is answered at once, inside
+     * this call: then the connect starts here, and a failure is ours to
+     * return. */
+    c->in_send = true;
+    c->resolved_rc = 1;
+    struct evdns_getaddrinfo_request *q = evdns_getaddrinfo(c->dns, c->ep.host, c->ep.port, &hints, on_resolved, c);
+    c->in_send = false;
+    if (c->resolved_rc == 1) {
+        c->resolving = q;
+        return 0;
+    }
+    if (c->resolved_rc != 0) {
+        snprintf(err, errlen, "resolve %s: %s", c->ep.host, evutil_gai_strerror(c->resolved_rc));
         close_connection(c);
         return -1;
     }
@@ -540,7 +595,6 @@ int kube_client_send(kube_client_t *c, const kube_request_t *r, kube_body_mode_t
         close_connection(c);
         return -1;
     }
-    arm_timer(c, KUBE_REQUEST_TIMEOUT_MS);
     return 0;
 }
 
@@ -559,7 +613,13 @@ kube_client_t *kube_client_new(struct event_base *base, const kube_endpoint_t *e
     c->arg = arg;
     c->io.fd = -1;
     c->timer = evtimer_new(base, on_timeout, c);
-    if (!c->timer) {
+    /* resolv.conf and /etc/hosts as the C library reads them. */
+    c->dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+    if (!c->timer || !c->dns) {
+        if (c->timer)
+            event_free(c->timer);
+        if (c->dns)
+            evdns_base_free(c->dns, 0);
         free(c);
         return NULL;
     }
@@ -572,6 +632,7 @@ void kube_client_free(kube_client_t *c)
         return;
     close_connection(c);
     event_free(c->timer);
+    evdns_base_free(c->dns, 1);
     free(c->body);
     free(c);
 }

@@ -188,15 +188,28 @@ static void fail_status(kube_reflector_t *r, const char *what, const kube_respon
 
 static void listed_page(kube_reflector_t *r, const kube_response_t *resp)
 {
+    if (!resp->complete && resp->too_large && r->collection.limit > 1) {
+        /* Pages are bounded by bytes as well as by count: 1,000 Nodes of
+         * ~20 KiB are 20 MiB, past KUBE_BODY_MAX. The same page again
+         * (the continue token is unchanged) with half the items, kept for
+         * the pages and lists after it; it costs one request per halving. */
+        r->collection.limit /= 2;
+        log_msg(LOG_INFO, "source_list_page", "%s: list page %u is larger than %u MiB: asking for %u items a page",
+                r->what, r->pages + 1, KUBE_BODY_MAX >> 20, r->collection.limit);
+        request_page(r);
+        return;
+    }
     if (!resp->complete) {
         fail(r, "list: %s%s%s", resp->error, *resp->detail ? ": " : "", resp->detail);
         return;
     }
     if (resp->status == 410 && r->cont[0]) {
-        /* The continue token outlived the server's compaction window. */
-        log_msg(LOG_INFO, "source_watch", "%s: list page %u: 410 Gone (continue expired): listing again",
-                r->what, r->pages + 1);
-        begin_list(r);
+        /* The continue token outlived the server's compaction window: a
+         * failure like another (logged, the view not vouched for, counted
+         * as a reconnect), listed again after the backoff, so a server
+         * that expires every token cannot spin the loop. */
+        fail(r, "list page %u: HTTP 410: the continue token expired; listing again from the first page",
+             r->pages + 1);
         return;
     }
     if (resp->status != 200) {

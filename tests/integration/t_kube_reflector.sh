@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The Kubernetes reflector against the fake API server, named `localhost`
+# (resolved through evdns and /etc/hosts): 1,000 Nodes of ~20 KiB (20 MiB
+# as one page of 1,000, past the client's 8 MiB) listed by halving the
+# page until it fits; a 410 on a continue token backed off and reported,
+# not relisted at once; and, with a resolver that never answers, the main
+# loop keeps serving /healthz while the API server's name is resolved.
+. "$(dirname "$0")/lib_kube.sh"
+
+certs
+mcs_start 4096
+fa_start --object "$FIXTURES/automatic-compliant.yaml" --bookmark-interval 0.5
+fa_ctl '{"fault":"generate_nodes","count":1000,"prefix":"big","base":"10.129","pad_bytes":17000}' >/dev/null
+ADMIN_ADDR="127.0.0.1:$(free_port)"
+MACHINES="admission:
+  machines:
+    enabled: true
+    namespace: openshift-machine-api
+    page_size: 1000"
+
+note "the API server as a name: localhost, resolved by evdns"
+FA_URL="https://localhost:$FA_PORT"
+kube_gate_start hold "$MACHINES"
+published() { [ "$(log_count machines_published)" -ge 1 ]; }
+wait_until 60 published || die "the address set was never published (pages too large?)"
+
+note "pages bounded by bytes: 1,000 per page is 20 MiB, halved until one fits"
+grep '"event":"source_list_page"' "$GATE_LOG" | grep -q 'Nodes.*asking for 500 items a page' || die "no halving to 500"
+grep '"event":"source_list_page"' "$GATE_LOG" | grep -q 'Nodes.*asking for 250 items a page' || die "no halving to 250"
+grep '"event":"source_listed"' "$GATE_LOG" | grep -q 'Nodes: 1000 objects in 4 pages' || die "the Nodes were not listed in 4 pages of 250"
+grep -q '"event":"source_error".*Nodes' "$GATE_LOG" && die "a page too large was reported as a failure"
+
+note "a 410 on a continue token: backed off (growing delays) and reported, then listed"
+lists=$(log_count source_listed Nodes)
+fa_ctl '{"fault":"continue_410","count":3}' >/dev/null
+fa_ctl '{"fault":"watch_error","code":410,"reason":"Expired"}' >/dev/null
+relisted() { log_count_above source_listed "$lists" Nodes; }
+wait_until 60 relisted || die "no list of the Nodes after the 410s"
+errors=$(grep '"event":"source_error"' "$GATE_LOG" | grep 'continue token expired' | grep -F 'Nodes') ||
+  die "the 410 while paging was not reported"
+[ "$(wc -l <<<"$errors")" -eq 3 ] || die "want 3 reports, one per 410: $errors"
+delays=$(sed -n 's/.*"retry_ms":\([0-9]*\).*/\1/p' <<<"$errors" | tr '\n' ' ')
+read -r d1 d2 d3 <<<"$delays"
+[ "$d1" -ge 100 ] && [ "$d3" -gt "$d1" ] || die "no backoff between the relists: retry_ms $delays"
+grep '"event":"machines_failing"' "$GATE_LOG" | grep -q Nodes || die "the Nodes watch did not say it cannot confirm its view"
+grep -q '"event":"source_recovered".*Nodes after 3 failures' "$GATE_LOG" || die "no recovery line after the 410s"
+grep -E '"event":"source_(list_page|listed|error)".*Nodes' "$GATE_LOG" | cut -c1-240
+gate_stop
+
+note "a resolver that never answers: /healthz keeps answering while the name is resolved"
+if ! unshare -m true 2>/dev/null; then
+  echo "SKIP: the rest needs a mount namespace (unshare -m) to point the resolver at a silent server"
+  echo PASS
+  exit 0
+fi
+# A UDP socket on port 53 of a loopback address that reads nothing: every
+# query waits for its timeout, as with a DNS server gone dark.
+dns_ip=127.0.0.77
+python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 53))
+open(sys.argv[2], "w").write("ready\n"); time.sleep(3600)' "$dns_ip" "$TMP/dns.ready" &
+PIDS+=($!)
+wait_until 5 test -s "$TMP/dns.ready" || die "the silent DNS server did not start"
+printf 'nameserver %s\noptions timeout:5 attempts:2\n' "$dns_ip" >"$TMP/resolv.conf"
+FA_URL="https://api.skewgate.example:$FA_PORT"
+GATE_ENFORCEMENT="  source: kubernetes
+  kubernetes:
+    server: $FA_URL
+    ca_file: $FA_DIR/pki/ca.crt
+    token_file: $GATE_TOKEN" gate_config "$TMP/gate2.yaml" hold unused "$MACHINES"
+GATE_LOG="$TMP/gate2.log"
+: >"$GATE_LOG"
+unshare -m sh -c 'mount --bind "$1" /etc/resolv.conf && exec "$2" run -c "$3"' sh \
+  "$TMP/resolv.conf" "$SKEWGATE_BIN" "$TMP/gate2.yaml" 2>>"$GATE_LOG" &
+GATE_PID=$!
+PIDS+=($GATE_PID)
+healthz() { curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://$ADMIN_ADDR/healthz" || true; }
+up() { [ "$(healthz)" = 200 ]; }
+wait_until 10 up || { cat "$GATE_LOG"; die "the admin listener never answered"; }
+# Ten probes over about 5 s, each allowed 1 s: a resolution blocking the
+# loop (5 s per try) would stall them.
+for i in $(seq 10); do
+  start=$(date +%s%N)
+  [ "$(healthz)" = 200 ] || die "probe $i: /healthz did not answer within 1 s: the main loop is blocked"
+  took=$(( ($(date +%s%N) - start) / 1000000 ))
+  [ "$took" -lt 500 ] || die "probe $i took $took ms"
+  sleep 0.5   # the spacing of the probes, not a wait for a condition
+done
+# The name did go to the silent server: the request fails at its deadline.
+unresolved() { grep '"event":"source_error"' "$GATE_LOG" | grep 'api.skewgate.example' | grep -q 'did not resolve\|resolve api'; }
+wait_until 30 unresolved || die "no failure to resolve: $(grep source_error "$GATE_LOG" | head -2)"
+grep '"event":"source_error"' "$GATE_LOG" | head -1 | cut -c1-300
+grep -qF "$(cat "$FA_DIR/token")" "$GATE_LOG" "$TMP/gate.log" && die "the API token is in the gate log"
+echo PASS
