@@ -232,8 +232,15 @@ static void gate_free(gate_t *g)
         event_free(g->sig_int);
     if (g->sig_hup)
         event_free(g->sig_hup);
-    if (g->base)
+    if (g->base) {
+        /* One more turn for what the loop still owes, or its memory goes
+         * with the base: a Kubernetes client, its resolver and a cancelled
+         * lookup are freed a turn after kube_client_free. Every event is
+         * gone by here (the reaping timers aside), so nothing else runs
+         * and nothing is waited for. */
+        event_base_loop(g->base, EVLOOP_NONBLOCK);
         event_base_free(g->base);
+    }
     config_unref(g->cfg);
 }
 

@@ -144,8 +144,10 @@ static int override_patch(const kube_credentials_t *cr, const char *action, uint
     }
     json_decref(answer.object);
     kube_client_free(client);
-    if (answer.base)
+    if (answer.base) {
+        event_base_loop(answer.base, EVLOOP_NONBLOCK);  /* the client's memory, a turn after its free */
         event_base_free(answer.base);
+    }
     free(body);
     json_decref(patch);
     SSL_CTX_free(tls);

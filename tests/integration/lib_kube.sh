@@ -64,3 +64,38 @@ STATUS_OUT_OF_SKEW='{"status":{"bootImageSkewEnforcementStatus":{"mode":"Automat
 STATUS_COMPLIANT='{"status":{"bootImageSkewEnforcementStatus":{"mode":"Automatic","automatic":{"ocpVersion":"4.18.2","rhcosVersion":null}}}}'
 STATUS_NONE='{"status":{"bootImageSkewEnforcementStatus":{"mode":"None","automatic":null}}}'
 patch_status() { fa_kubectl patch machineconfiguration cluster --subresource=status --type merge -p "$1" >/dev/null; }
+
+# silent_dns_start IP: a DNS server on UDP IP:53 (a loopback address) that
+# reads every query and answers none, as a resolver gone dark; each name
+# asked is appended to $TMP/dns.queries as "UNIX_TIME NAME", NAME in
+# lower case (evdns randomises the case of the letters it sends). Writes
+# $TMP/resolv.conf pointing at it, for a mount namespace to bind over
+# /etc/resolv.conf (callers check `unshare -m` first).
+silent_dns_start() {
+  python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 53))
+open(sys.argv[2] + ".ready", "w").write("ready\n")
+while True:
+    q, _ = s.recvfrom(512)
+    labels, i = [], 12
+    while i < len(q) and q[i]:
+        labels.append(q[i + 1:i + 1 + q[i]].decode("ascii", "replace")); i += 1 + q[i]
+    with open(sys.argv[2], "a") as f:
+        f.write("%.3f %s\n" % (time.time(), ".".join(labels).lower()))' "$1" "$TMP/dns.queries" &
+  PIDS+=($!)
+  wait_until 5 test -s "$TMP/dns.queries.ready" || fail "the silent DNS server did not start"
+  printf 'nameserver %s\noptions timeout:5 attempts:2\n' "$1" >"$TMP/resolv.conf"
+}
+
+# gate_start_resolving CONFIG [WRAPPER...]: skewgate (under WRAPPER, e.g.
+# valgrind, if given) in a mount namespace whose /etc/resolv.conf is
+# $TMP/resolv.conf; appends to $GATE_LOG, sets GATE_PID (unshare and sh
+# exec, so the PID is the gate's).
+gate_start_resolving() {
+  local config=$1; shift
+  unshare -m sh -c 'mount --bind "$1" /etc/resolv.conf && shift && exec "$@"' sh \
+    "$TMP/resolv.conf" "$@" "$SKEWGATE_BIN" run -c "$config" 2>>"$GATE_LOG" &
+  GATE_PID=$!
+  PIDS+=($GATE_PID)
+}

@@ -53,16 +53,7 @@ if ! unshare -m true 2>/dev/null; then
   echo PASS
   exit 0
 fi
-# A UDP socket on port 53 of a loopback address that reads nothing: every
-# query waits for its timeout, as with a DNS server gone dark.
-dns_ip=127.0.0.77
-python3 -c '
-import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 53))
-open(sys.argv[2], "w").write("ready\n"); time.sleep(3600)' "$dns_ip" "$TMP/dns.ready" &
-PIDS+=($!)
-wait_until 5 test -s "$TMP/dns.ready" || die "the silent DNS server did not start"
-printf 'nameserver %s\noptions timeout:5 attempts:2\n' "$dns_ip" >"$TMP/resolv.conf"
+silent_dns_start 127.0.0.77
 FA_URL="https://api.skewgate.example:$FA_PORT"
 GATE_ENFORCEMENT="  source: kubernetes
   kubernetes:
@@ -71,10 +62,7 @@ GATE_ENFORCEMENT="  source: kubernetes
     token_file: $GATE_TOKEN" gate_config "$TMP/gate2.yaml" hold unused "$MACHINES"
 GATE_LOG="$TMP/gate2.log"
 : >"$GATE_LOG"
-unshare -m sh -c 'mount --bind "$1" /etc/resolv.conf && exec "$2" run -c "$3"' sh \
-  "$TMP/resolv.conf" "$SKEWGATE_BIN" "$TMP/gate2.yaml" 2>>"$GATE_LOG" &
-GATE_PID=$!
-PIDS+=($GATE_PID)
+gate_start_resolving "$TMP/gate2.yaml"
 healthz() { curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://$ADMIN_ADDR/healthz" || true; }
 up() { [ "$(healthz)" = 200 ]; }
 wait_until 10 up || { cat "$GATE_LOG"; die "the admin listener never answered"; }

@@ -59,6 +59,10 @@ typedef struct kube_client_cbs {
 kube_client_t *kube_client_new(struct event_base *base, const kube_endpoint_t *ep,
                                SSL_CTX *tls_ctx, bool insecure, const kube_client_cbs_t *cbs,
                                void *arg);
+/* Drops the request in flight, if any, silently, as kube_client_cancel.
+ * The memory (and the resolver's) is freed a loop turn later, once the
+ * callbacks libevent still owes for a cancelled lookup have run; so the
+ * loop must turn once more before event_base_free (EVLOOP_NONBLOCK). */
 void kube_client_free(kube_client_t *c);
 
 /* Starts GET target, with "Authorization: Bearer token" unless token is

@@ -89,7 +89,8 @@ static void close_connection(kube_client_t *c)
     evtimer_del(c->timer);
     sockio_close(&c->io);
     if (c->resolving) {
-        /* Its callback still comes, with EVUTIL_EAI_CANCEL. */
+        /* libevent owns the lookup; its callback still comes, once, from
+         * the loop and never from here, with EVUTIL_EAI_CANCEL. */
         struct evdns_getaddrinfo_request *q = c->resolving;
         c->resolving = NULL;
         evdns_getaddrinfo_cancel(q);
@@ -527,7 +528,8 @@ static int build_request(kube_client_t *c, const kube_request_t *r)
  * the main loop, which also serves the admin API and publishes verdicts). */
 static void on_resolved(int rc, struct evutil_addrinfo *res, void *arg)
 {
-    /* A cancelled one may come after its client was freed: look no further. */
+    /* A cancelled lookup (never given addresses then): its request was
+     * dropped, or its client freed, which is still in memory (reap). */
     if (rc == EVUTIL_EAI_CANCEL)
         return;
     kube_client_t *c = arg;
@@ -626,13 +628,40 @@ kube_client_t *kube_client_new(struct event_base *base, const kube_endpoint_t *e
     return c;
 }
 
+/* The end of kube_client_free, a loop turn later. The evdns_base holds
+ * nothing of ours by now (the one lookup was cancelled), so fail_requests
+ * is 0: libevent 2.1.12 would fail a nameserver probe still in flight by
+ * calling it back on the nameserver it has just freed. */
+static void reap(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    kube_client_t *c = arg;
+    evdns_base_free(c->dns, 0);
+    event_free(c->timer);
+    free(c->body);
+    free(c);
+}
+
+/* No callback of the caller's comes after this, but the memory goes a
+ * loop turn later. libevent 2.1.12 runs evdns callbacks from the loop as
+ * deferred callbacks, after the call that caused them: a cancelled
+ * lookup's comes with EVUTIL_EAI_CANCEL and c, and reads the evdns_base
+ * (evdns_getaddrinfo_gotresolve locks it and arms the A/AAAA skew timer
+ * from it), as does the AAAA query it cancels itself once the A answer
+ * waited long enough. Freeing the base here (a reload frees a source
+ * while its lookup hangs) let those read it freed. A timer due now runs
+ * after them: it turns active in the next turn's timeout pass, queued
+ * behind what this turn made active and what libevent put off to the
+ * next (its later queue). At exit the loop's owner turns the loop once
+ * more so that this runs (cmd_run.c, override_cluster.c). */
 void kube_client_free(kube_client_t *c)
 {
     if (!c)
         return;
     close_connection(c);
-    event_free(c->timer);
-    evdns_base_free(c->dns, 1);
-    free(c->body);
-    free(c);
+    static const struct timeval now = {0, 0};
+    event_assign(c->timer, c->base, -1, 0, reap, c);
+    if (evtimer_add(c->timer, &now) < 0)
+        event_active(c->timer, EV_TIMEOUT, 1);  /* no memory for the timer heap: at the end of this turn */
 }
