@@ -69,7 +69,8 @@ void kube_client_free(kube_client_t *c);
  * NULL. A host name is resolved with libevent's evdns (resolv.conf,
  * /etc/hosts), never blocking the loop; its failure comes as on_done's
  * error "cannot resolve". 0, or -1 with err (nothing to wait for then).
- * A body buffer grown past 256 KiB by the last answer is freed first. */
+ * A body buffer grown past 256 KiB by the last answer is freed first,
+ * and the heap trimmed (malloc_trim) so that RSS comes down. */
 int kube_client_request(kube_client_t *c, const char *target, const char *token,
                         kube_body_mode_t mode, uint64_t idle_timeout_ms, char *err,
                         size_t errlen);

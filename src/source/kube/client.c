@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,12 @@
 #define READS_PER_WAKE 16
 /* A body buffer larger than this is given back when the next request
  * starts: a list page may have grown it to KUBE_BODY_MAX, the watch that
- * follows needs a line at a time. */
+ * follows needs a line at a time. Back to the system, not just to malloc:
+ * glibc, once it has unmapped one such buffer, raises its mmap threshold
+ * past it and serves the next from the heap, which it does not trim; so
+ * the free is followed by malloc_trim (1,000 Nodes of ~20 KiB listed: RSS
+ * 27.7 MB after the free alone, 24.6 MB keeping the buffer, 10.3 MB with
+ * the trim, from a 24.4 MB peak). Once per list page at most. */
 #define BODY_KEEP (256u << 10)
 
 typedef enum {
@@ -568,6 +574,7 @@ int kube_client_send(kube_client_t *c, const kube_request_t *r, kube_body_mode_t
         free(c->body);
         c->body = NULL;
         c->body_cap = 0;
+        malloc_trim(0);
     }
     if (build_request(c, r) < 0) {
         snprintf(err, errlen, "out of memory");
