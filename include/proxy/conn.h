@@ -1,7 +1,8 @@
 /* conn: one client connection: TLS handshake, request heads, admission,
  * locally answered responses, keep-alive and pipelining. An admitted
  * request goes to the exchange the connection embeds (exchange.h), which
- * answers through the functions below. */
+ * answers through the callbacks the connection hands it
+ * (exchange_owner_ops_t): the exchange knows nothing of this header. */
 #ifndef SKEWGATE_CONN_H
 #define SKEWGATE_CONN_H
 
@@ -51,7 +52,7 @@ typedef struct conn_set {
     http_header_t *req_fields;
     http_limits_t limits;
     char *path;                     /* the decoded, cleaned path */
-    size_t path_cap, path_len;
+    size_t path_cap;
     const struct timeval *tv_send;
     struct timeval tv_send_own;     /* shared_timeout's fallback */
 } conn_set_t;
@@ -114,42 +115,5 @@ void conn_close_idle(conn_set_t *s);
 void conn_drain_listener(conn_set_t *s, uint32_t listener);
 /* Tear-down: closes and frees every connection. */
 void conn_close_all(conn_set_t *s);
-
-/* For the exchange. */
-/* The parsed head of the request being answered: valid until the call
- * that handed the request over returns. */
-const http_request_t *conn_request(const conn_t *c);
-/* The request's decoded, cleaned path (not NUL-terminated), valid as
- * conn_request()'s result is. */
-const char *conn_clean_path(const conn_t *c, size_t *len);
-/* Parses the head being answered again, for an exchange that starts over
- * later (a coalesced request that goes unshared): valid as above, until
- * the caller returns. */
-const http_request_t *conn_reparse_request(conn_t *c);
-/* The exchange ended: complete, the response is fully written and the
- * connection goes on with the next request; not complete, the client
- * must not take what it got as whole, so the connection closes. How:
- * reset, for a body the close itself was to delimit (a FIN, or a TLS
- * close_notify, would end it as if it were whole); a plain close for a
- * body framed by length or chunks, whose client sees it fall short. */
-typedef enum { CONN_END_COMPLETE, CONN_END_SHORT, CONN_END_RESET } conn_end_t;
-void conn_response_done(conn_t *c, conn_end_t how);
-/* The connection closes once the response under way is out. */
-bool conn_will_close(const conn_t *c);
-/* The response can only end with the connection (a body framed by close). */
-void conn_keep_alive_off(conn_t *c);
-/* An error answered with an empty body: status, reason, whether to close. */
-void conn_send_error(conn_t *c, int status, const char *reason, bool close_after);
-/* The held-nodes hook (proxy/held.h): every path that rejects a gated
- * request calls it once, with its reason's name ("OutOfSkew",
- * "TokenMissing", "UnknownMachine", ...), while the request's head is
- * being dispatched (the pool is known and the head is in the buffer). */
-void conn_record_held(conn_t *c, const char *reason);
-/* Sets the connection's deadline (header, idle or queue) ms from now, or
- * clears it (CONN_DEADLINE_NONE). Moving it later costs a store: the timer
- * re-arms itself when it fires early, so requests do not touch the timer. */
-void conn_deadline(conn_t *c, conn_deadline_t kind, uint64_t ms);
-void conn_arm_write(conn_t *c, bool on);
-void conn_arm_read(conn_t *c, bool on);
 
 #endif

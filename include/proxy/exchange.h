@@ -1,68 +1,23 @@
 /* exchange: the upstream side of one admitted request. It takes an
  * upstream slot (or waits in the bounded queue), gets a pooled or new
  * upstream connection, sends the rewritten request, checks and rewrites
- * the response head, and hands the body to the relay. The connection
- * (conn.c) embeds one exchange and only calls the functions below; the
- * exchange changes the connection only through conn.h's functions.
+ * the response head, and hands the body to the relay. Its owner (the
+ * connection, conn.c) embeds one exchange, hands it the request
+ * (exchange_request_t) and the callbacks it answers by
+ * (exchange_owner_ops_t), and calls only the functions below: the
+ * exchange never names the connection.
  *
- * A coalesced request (coalesce.h) reads a shared fetch instead. The
- * fetch is driven by an exchange of its own, with no connection (a
- * driver, allocated per fetch): it sends the leader's request and fills
- * the fetch's body from the upstream, whoever reads it. */
+ * A coalesced request (coalesce.h) reads a shared fetch instead
+ * (exchange_coalesce.c, below this file). The fetch is driven by an
+ * exchange of its own, with no owner (a driver, allocated per fetch): it
+ * sends the leader's request and fills the fetch's body from the
+ * upstream, whoever reads it. */
 #ifndef SKEWGATE_EXCHANGE_H
 #define SKEWGATE_EXCHANGE_H
 
 #include <stdbool.h>
-#include <stdint.h>
 
-#include "conf/config.h"
-#include "core/buf_pool.h"
-#include "http/request.h"
-#include "http/response.h"
-#include "os/pipe.h"
-#include "proxy/accesslog.h"
-#include "proxy/coalesce.h"
-#include "proxy/metrics.h"
-#include "proxy/queue.h"
-#include "proxy/relay.h"
-#include "proxy/upstream.h"
-
-struct conn;
-struct exchange_driver;
-
-/* A configuration generation as one worker's exchanges hold it: an
- * exchange keeps the one it started under until it ends (a plain count:
- * one thread), so a reload never changes a request half-way. */
-typedef struct exchange_gen {
-    config_t *cfg;                  /* a reference of its own */
-    uint32_t exchanges;             /* started under it and not ended */
-    struct exchange_gen *next;      /* the ctx's older generations still in use */
-} exchange_gen_t;
-
-/* One worker's exchanges: what they share. */
-typedef struct exchange_ctx {
-    const config_t *cfg;            /* the current generation's (gen->cfg) */
-    exchange_gen_t *gen;            /* what new exchanges start under */
-    exchange_gen_t *retired;        /* older ones, freed with their last exchange */
-    unsigned n_workers;
-    metrics_worker_t *metrics;
-    slot_queue_t slots;             /* upstream.max_concurrent / workers, and the queue */
-    upstream_pool_t upstream;
-    buf_pool_t bufs;                /* relay buffers: the request, then the response */
-    pipe_pool_t pipes;              /* splice relays */
-    const http_limits_t *limits;
-    http_response_t resp;           /* the head being parsed: one at a time per worker */
-    http_header_t *resp_fields;
-    char *head_out;                 /* the rewritten response head */
-    size_t head_out_cap;
-    const struct timeval *tv_response;
-    struct timeval tv_response_own; /* shared_timeout's fallback */
-    coalesce_worker_t coalesce;     /* this worker's readers of shared fetches */
-    struct exchange_driver *drivers;    /* the fetches this worker drives (or keeps for coalesce.ttl) */
-    unsigned fetches_driven;            /* of those, the ones still filling their body */
-    void (*on_idle)(void *arg);         /* exchange_ctx_stop's */
-    void *on_idle_arg;
-} exchange_ctx_t;
+#include "proxy/exchange_types.h"
 
 /* n_workers shares the gate's caps out; limits (the worker's, shared with
  * its connections) must outlive the context. 0, or -1 with err set. */
@@ -86,44 +41,21 @@ static inline bool exchange_ctx_busy(const exchange_ctx_t *x)
 }
 void exchange_ctx_destroy(exchange_ctx_t *x);
 
-typedef struct exchange {
-    struct conn *conn;
-    exchange_ctx_t *ctx;
-    request_log_t *log;
-    exchange_gen_t *gen;            /* the configuration it started under; NULL once released */
-    slot_waiter_t waiter;
-    upstream_conn_t *up;
-    char *buf;                      /* from ctx->bufs while the exchange lasts */
-    size_t off, len;                /* the request being sent, or the head being read */
-    size_t req_len;                 /* the request, kept at the buffer's front for a retry */
-    uint64_t head_due_ms;           /* request sent + response_timeout: the whole head by then */
-    relay_t relay;
-    uint8_t phase;
-    bool has_slot;
-    bool retried;                   /* a stale pooled connection was replaced once */
-    bool up_reusable;               /* the upstream may go back to the pool */
-    /* coalescing */
-    bool may_lead;                  /* key is set: lead a fetch for it once a slot is held */
-    bool follower;                  /* reads a fetch it did not lead */
-    bool read_deadline;             /* its client's shared-read deadline is set */
-    uint32_t key_len;               /* the share key, at buf + len until the request is sent */
-    coalesce_reader_t reader;       /* reader.fetch: the fetch read */
-    struct exchange *peer;          /* a leader's driver, a driver's leader (same worker) */
-    coalesce_fetch_t *fetch;        /* a driver's fetch */
-    char *body;                     /* a driver's: the fetch's body, body_got of body_len in */
-    size_t body_got, body_len;
-} exchange_t;
-
-/* The request head is the connection's, parsed in req. Answers through
- * the connection: an error of the gate's own, or the relayed response. */
-void exchange_start(exchange_t *x, struct conn *c, exchange_ctx_t *ctx, request_log_t *log);
-/* The connection goes away mid-exchange: give everything back. */
+/* Starts answering req (read during this call only) for owner, which
+ * hears of it through ops: an error of the gate's own, or the relayed
+ * response, then done. The owner reads nothing of the client's socket
+ * until then. */
+void exchange_start(exchange_t *x, exchange_ctx_t *ctx, const exchange_request_t *req, void *owner,
+                    const exchange_owner_ops_t *ops, request_log_t *log);
+/* The owner goes away mid-exchange: give everything back. */
 void exchange_abort(exchange_t *x);
 /* The client became writable while the body is relayed. */
 void exchange_on_client_writable(exchange_t *x);
 /* The client took nothing for limits.send_timeout: the response is cut
- * (the connection closes) and logged with ClientSendTimeout. */
-void exchange_client_stalled(exchange_t *x);
+ * (the connection closes) and logged with ClientSendTimeout. false:
+ * nothing of the response was written yet (a write armed by a TLS read,
+ * say), the owner closes the connection (and aborts the exchange). */
+bool exchange_client_stalled(exchange_t *x);
 /* The connection's queue deadline passed while waiting for a slot. */
 void exchange_queue_timeout(exchange_t *x);
 /* A reader of a shared fetch did not read it all by its deadline

@@ -6,8 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http/request.h"
-#include "http/response.h"
+#include "http/message.h"
 
 /* Character classes, one table lookup per byte (http_chars.c). */
 enum {

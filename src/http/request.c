@@ -4,6 +4,7 @@
  * request. */
 #include <string.h>
 
+#include "http/request.h"
 #include "internal.h"
 
 enum { RL_METHOD, RL_TARGET, RL_VERSION };

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http/response.h"
 #include "internal.h"
 
 static int response_error(http_response_t *resp, const char *why)

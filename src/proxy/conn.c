@@ -72,26 +72,7 @@ void conn_set_destroy(conn_set_t *s)
     free(s->path);
 }
 
-const http_request_t *conn_request(const conn_t *c)
-{
-    return &c->w->conns.req;
-}
-
-const char *conn_clean_path(const conn_t *c, size_t *len)
-{
-    *len = c->w->conns.path_len;
-    return c->w->conns.path;
-}
-
-const http_request_t *conn_reparse_request(conn_t *c)
-{
-    conn_set_t *s = &c->w->conns;
-    http_request_reset(&s->req);
-    http_request_parse(c->ibuf, c->head_len, &s->limits, &s->req);
-    return &s->req;
-}
-
-void conn_arm_read(conn_t *c, bool on)
+static void conn_arm_read(conn_t *c, bool on)
 {
     if (on == c->read_on)
         return;
@@ -102,7 +83,7 @@ void conn_arm_read(conn_t *c, bool on)
         event_del(&c->rev);
 }
 
-void conn_arm_write(conn_t *c, bool on)
+static void conn_arm_write(conn_t *c, bool on)
 {
     if (on == c->write_waiting)
         return;
@@ -122,7 +103,11 @@ static void conn_arm_timer(conn_t *c, uint64_t now, uint64_t at)
     c->timer_ms = at;
 }
 
-void conn_deadline(conn_t *c, conn_deadline_t kind, uint64_t ms)
+/* Sets the connection's deadline (header, idle, queue or shared read) ms
+ * from now, or clears it (CONN_DEADLINE_NONE). Moving it later costs a
+ * store: the timer re-arms itself when it fires early, so requests do not
+ * touch the timer. */
+static void conn_deadline(conn_t *c, conn_deadline_t kind, uint64_t ms)
 {
     c->deadline_kind = (uint8_t)kind;
     if (kind == CONN_DEADLINE_NONE)
@@ -283,7 +268,11 @@ static held_client_t conn_held_client(const conn_t *c, const http_header_t *acce
     };
 }
 
-void conn_record_held(conn_t *c, const char *reason)
+/* The held-nodes hook (proxy/held.h): every path that rejects a gated
+ * request calls it once, with its reason's name ("OutOfSkew", ...), while
+ * the request's head is being dispatched (the pool is known and the head
+ * is in the buffer). */
+static void conn_record_held(conn_t *c, const char *reason)
 {
     const http_header_t *accept = http_headers_get(&c->w->conns.req.headers, HTTP_HDR_ACCEPT);
     held_client_t client = conn_held_client(c, accept);
@@ -317,7 +306,8 @@ static void conn_log_request(conn_t *c)
     metrics_request(&c->w->metrics, c->log.pool, c->log.decision, c->log.status, duration_ns);
 }
 
-bool conn_will_close(const conn_t *c)
+/* The connection closes once the response under way is out. */
+static bool conn_will_close(const conn_t *c)
 {
     return c->close_after || !c->keep_alive || c->draining;
 }
@@ -353,19 +343,6 @@ static void conn_next_request(conn_t *c)
     }
 }
 
-void conn_response_done(conn_t *c, conn_end_t how)
-{
-    c->state = CONN_READ_HEAD;
-    if (how != CONN_END_COMPLETE)
-        c->keep_alive = false;
-    c->broken = how == CONN_END_RESET;
-    conn_next_request(c);
-}
-
-void conn_keep_alive_off(conn_t *c)
-{
-    c->keep_alive = false;
-}
 
 /* Writes what is left of a local response; true when all is written. */
 static bool conn_flush_local(conn_t *c)
@@ -411,7 +388,8 @@ static void conn_send_local(conn_t *c, const char *data, size_t len, gate_snapsh
         conn_arm_read(c, false);
 }
 
-void conn_send_error(conn_t *c, int status, const char *reason, bool close_after)
+/* An error answered with an empty body: status, reason, whether to close. */
+static void conn_send_error(conn_t *c, int status, const char *reason, bool close_after)
 {
     size_t len;
     const char *text = local_response(&status, http_conn_variant(!close_after, c->http10), &len);
@@ -419,6 +397,59 @@ void conn_send_error(conn_t *c, int status, const char *reason, bool close_after
     c->log.reason = reason;
     conn_send_local(c, text, len, NULL, close_after);
 }
+
+/* ---- what the exchange answers by (exchange_owner_ops_t) --------------- */
+
+/* Ended (exchange_end_t): the connection goes on with the next request,
+ * or closes (reset, for a body the close was to delimit). */
+static void conn_exchange_done(void *owner, exchange_end_t how)
+{
+    conn_t *c = owner;
+    c->state = CONN_READ_HEAD;
+    if (how != EXCHANGE_END_COMPLETE)
+        c->keep_alive = false;
+    c->broken = how == EXCHANGE_END_RESET;
+    conn_next_request(c);
+}
+
+static void conn_exchange_error(void *owner, int status, const char *reason)
+{
+    conn_send_error(owner, status, reason, false);
+}
+
+static void conn_exchange_deadline(void *owner, exchange_wait_t wait, uint64_t ms)
+{
+    static const uint8_t kind[] = {
+        [EXCHANGE_WAIT_NONE] = CONN_DEADLINE_NONE,
+        [EXCHANGE_WAIT_QUEUE] = CONN_DEADLINE_QUEUE,
+        [EXCHANGE_WAIT_SHARED_READ] = CONN_DEADLINE_SHARED_READ,
+    };
+    conn_deadline(owner, (conn_deadline_t)kind[wait], ms);
+}
+
+static void conn_exchange_arm_write(void *owner, bool on)
+{
+    conn_arm_write(owner, on);
+}
+
+static void conn_exchange_keep_alive_off(void *owner)
+{
+    ((conn_t *)owner)->keep_alive = false;
+}
+
+static bool conn_exchange_will_close(const void *owner)
+{
+    return conn_will_close(owner);
+}
+
+static const exchange_owner_ops_t conn_exchange_ops = {
+    .done = conn_exchange_done,
+    .error = conn_exchange_error,
+    .deadline = conn_exchange_deadline,
+    .arm_write = conn_exchange_arm_write,
+    .keep_alive_off = conn_exchange_keep_alive_off,
+    .will_close = conn_exchange_will_close,
+};
 
 /* An admission policy refused the request or the connection: its status
  * with a Skewgate-Reason field, counted by reason. */
@@ -503,7 +534,6 @@ static void conn_dispatch(conn_t *c)
         conn_send_error(c, 400, "BadPath", true);
         return;
     }
-    w->conns.path_len = clean_len;
     policy_request_t rq = {.head = c->ibuf, .req = req, .clean = clean, .clean_len = clean_len, .peer = &c->peer};
     policy_view_t view = {.cfg = w->cfg, .tokens = w->tokens, .addresses = w->addrset, .snapshot = w->snapshot};
     policy_decision_t d = policy_decide(&rq, &view);
@@ -527,8 +557,13 @@ static void conn_dispatch(conn_t *c)
         c->log.reason = verdict_reason_name(view.snapshot->verdict.reason);
         break;
     }
+    /* The exchange rewrites the request from its parse before this call
+     * returns: what it reads of it later is its own (exchange_request_t). */
     c->state = CONN_EXCHANGE;
-    exchange_start(&c->exchange, c, &w->exchange, &c->log);
+    conn_arm_read(c, false);
+    exchange_request_t xr = {.head = c->ibuf, .parse = req, .peer = &c->peer, .client = &c->io,
+                             .http10 = c->http10, .is_head = c->is_head, .keep_alive = c->keep_alive};
+    exchange_start(&c->exchange, &w->exchange, &xr, c, &conn_exchange_ops, &c->log);
 }
 
 /* Parses and answers the requests buffered in ibuf, until one goes to the
@@ -720,7 +755,8 @@ static void conn_on_write(evutil_socket_t fd, short what, void *arg)
          * logged (it was not, and a cut client vanished from the access
          * log and the request metrics), then the connection closes. */
         if (c->state == CONN_EXCHANGE) {
-            exchange_client_stalled(&c->exchange);
+            if (!exchange_client_stalled(&c->exchange))
+                conn_close(c); /* nothing of the response out yet: the exchange goes with it */
             return;
         }
         if (c->state == CONN_WRITE_LOCAL) {

@@ -4,11 +4,10 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "proxy/conn.h"
 #include "proxy/exchange.h"
 #include "proxy/rewrite.h"
 #include "proxy/shared_timeout.h"
-#include "exchange_internal.h"
+#include "exchange_coalesce.h"
 
 /* Relay buffers: a request head of up to max_header_bytes with the fields
  * the gate adds, or a response head of that size read behind the
@@ -28,6 +27,25 @@
 static void exchange_send(exchange_t *x);
 static void exchange_pump(exchange_t *x);
 static void exchange_on_upstream(upstream_conn_t *u, upstream_event_t ev, void *data);
+static void exchange_release(exchange_t *x, bool reuse);
+static void exchange_leave_gen(exchange_t *x);
+static void exchange_fail(exchange_t *x, int status, gate_reason_t why);
+static void exchange_cut(exchange_t *x, gate_reason_t why, bool upstream_fault);
+static void exchange_upstream_start(exchange_t *x);
+static void exchange_begin(exchange_t *x);
+static void exchange_on_head(exchange_t *x, const http_response_t *resp, size_t head_len);
+
+/* What the coalescing side (exchange_coalesce.c, below this file) calls
+ * back: it never names these. */
+static const exchange_core_t exchange_core = {
+    .release = exchange_release,
+    .leave_gen = exchange_leave_gen,
+    .fail = exchange_fail,
+    .cut = exchange_cut,
+    .upstream_start = exchange_upstream_start,
+    .begin = exchange_begin,
+    .on_head = exchange_on_head,
+};
 
 /* The gate's caps shared out over the workers, rounded up. */
 static uint32_t exchange_share(uint32_t gate_wide, unsigned n_workers)
@@ -64,6 +82,7 @@ int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, config_t *cfg,
 {
     memset(x, 0, sizeof *x);
     x->cfg = cfg;
+    x->core = &exchange_core;
     x->metrics = metrics;
     const config_limits_t *lim = &cfg->limits;
     const config_upstream_t *up = &cfg->upstream;
@@ -121,7 +140,7 @@ int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream
 }
 
 /* An exchange is over: its generation, if retired, goes with the last one. */
-void exchange_leave_gen(exchange_t *x)
+static void exchange_leave_gen(exchange_t *x)
 {
     exchange_gen_t *g = x->gen;
     x->gen = NULL;
@@ -167,7 +186,7 @@ void exchange_ctx_destroy(exchange_ctx_t *x)
 
 /* Everything back: the upstream (to the pool if reuse), the buffer, the
  * pipe, the slot (which the longest waiter then gets). */
-void exchange_release(exchange_t *x, bool reuse)
+static void exchange_release(exchange_t *x, bool reuse)
 {
     exchange_ctx_t *ctx = x->ctx;
     relay_end(&x->relay);
@@ -204,12 +223,12 @@ static void exchange_fail(exchange_t *x, int status, gate_reason_t why)
         exchange_driver_fail(x, status, why);
         return;
     }
-    conn_send_error(x->conn, status, gate_reason_name(why), false);
+    x->ops->error(x->owner, status, gate_reason_name(why));
 }
 
 /* The response was under way: the client must not take what it got as
  * complete, so the connection closes. */
-void exchange_cut(exchange_t *x, gate_reason_t why, bool upstream_fault)
+static void exchange_cut(exchange_t *x, gate_reason_t why, bool upstream_fault)
 {
     if (upstream_fault)
         metrics_upstream_error(x->ctx->metrics, gate_reason_upstream_kind(why));
@@ -220,13 +239,13 @@ void exchange_cut(exchange_t *x, gate_reason_t why, bool upstream_fault)
     x->log->reason = gate_reason_name(why);
     bool unframed = x->relay.until_close || x->relay.dechunk;
     exchange_release(x, false);
-    conn_response_done(x->conn, unframed ? CONN_END_RESET : CONN_END_SHORT);
+    x->ops->done(x->owner, unframed ? EXCHANGE_END_RESET : EXCHANGE_END_SHORT);
 }
 
 static void exchange_finish(exchange_t *x)
 {
     exchange_release(x, x->up_reusable && x->relay.body_done && !x->relay.surplus);
-    conn_response_done(x->conn, CONN_END_COMPLETE);
+    x->ops->done(x->owner, EXCHANGE_END_COMPLETE);
 }
 
 
@@ -252,7 +271,7 @@ static void exchange_connect(exchange_t *x)
 /* Holds a slot: a pooled connection takes the request at once. A request
  * that may lead a shared fetch looks for one first: another may have
  * started while this one waited for its slot. */
-void exchange_begin(exchange_t *x)
+static void exchange_begin(exchange_t *x)
 {
     if (x->may_lead && exchange_lead(x))
         return;
@@ -268,38 +287,28 @@ void exchange_begin(exchange_t *x)
 static void exchange_granted(slot_waiter_t *w)
 {
     exchange_t *x = (exchange_t *)((char *)w - offsetof(exchange_t, waiter));
-    conn_deadline(x->conn, CONN_DEADLINE_NONE, 0);
+    x->ops->deadline(x->owner, EXCHANGE_WAIT_NONE, 0);
     x->has_slot = true;
     exchange_begin(x);
 }
 
 
-void exchange_start(exchange_t *x, conn_t *c, exchange_ctx_t *ctx, request_log_t *log)
+/* The request is rewritten now, while its parse is at hand: the parse
+ * state is the worker's and belongs to the next head once the call that
+ * handed the request over returns, queued or not. What the exchange
+ * reads of its request from then on is what it rewrote (kept by a
+ * follower that may fall back: exchange_coalesce.c). */
+static bool exchange_forward(exchange_t *x, const exchange_request_t *req)
 {
-    *x = (exchange_t){.conn = c, .ctx = ctx, .log = log, .gen = ctx->gen};
-    ctx->gen->exchanges++;
-    relay_init(&x->relay, &c->io, NULL, NULL, 0, NULL);
-    conn_arm_read(c, false);
-    if (!exchange_forward(x) || exchange_join(x))
-        return;
-    exchange_upstream_start(x);
-}
-
-bool exchange_forward(exchange_t *x)
-{
-    conn_t *c = x->conn;
     exchange_ctx_t *ctx = x->ctx;
-    /* The request is rewritten now, while its parse is at hand: the parse
-     * state is the worker's and belongs to the next head once the call
-     * that handed the request over returns, queued or not. */
     x->buf = buf_pool_get(&ctx->bufs);
     if (!x->buf) {
         exchange_fail(x, 502, GATE_REASON_REQUEST_TOO_LARGE);
         return false;
     }
     const config_upstream_t *up = &ctx->cfg->upstream;
-    x->len = rewrite_request(x->buf, ctx->bufs.size, c->ibuf, conn_request(c), c->http10,
-                             up->server_name ? up->server_name : up->addr.text, &c->peer);
+    x->len = rewrite_request(x->buf, ctx->bufs.size, req->head, req->parse, req->http10,
+                             up->server_name ? up->server_name : up->addr.text, req->peer);
     if (x->len == 0) {
         exchange_fail(x, 502, GATE_REASON_REQUEST_TOO_LARGE);
         return false;
@@ -307,9 +316,20 @@ bool exchange_forward(exchange_t *x)
     return true;
 }
 
-void exchange_upstream_start(exchange_t *x)
+void exchange_start(exchange_t *x, exchange_ctx_t *ctx, const exchange_request_t *req, void *owner,
+                    const exchange_owner_ops_t *ops, request_log_t *log)
 {
-    conn_t *c = x->conn;
+    *x = (exchange_t){.owner = owner, .ops = ops, .ctx = ctx, .log = log, .gen = ctx->gen,
+                      .http10 = req->http10, .is_head = req->is_head, .keep_alive = req->keep_alive};
+    ctx->gen->exchanges++;
+    relay_init(&x->relay, req->client, NULL, NULL, 0, NULL);
+    if (!exchange_forward(x, req) || exchange_join(x, req->parse->method == HTTP_METHOD_GET))
+        return;
+    exchange_upstream_start(x);
+}
+
+static void exchange_upstream_start(exchange_t *x)
+{
     exchange_ctx_t *ctx = x->ctx;
     if (slot_take(&ctx->slots)) {
         x->has_slot = true;
@@ -323,7 +343,7 @@ void exchange_upstream_start(exchange_t *x)
     /* Tests order requests by it (t_coalesce_requeue); off the fast path. */
     if (log_enabled(LOG_DEBUG))
         log_msg(LOG_DEBUG, "upstream_queued", "waiting for one of %u upstream slots", (unsigned)ctx->slots.cap);
-    conn_deadline(c, CONN_DEADLINE_QUEUE, ctx->cfg->upstream.queue_timeout_ms);
+    x->ops->deadline(x->owner, EXCHANGE_WAIT_QUEUE, ctx->cfg->upstream.queue_timeout_ms);
 }
 
 void exchange_queue_timeout(exchange_t *x)
@@ -410,8 +430,7 @@ static void exchange_head_deadline(exchange_t *x)
 static bool exchange_place_head(exchange_t *x, const http_response_t *resp, size_t head_len)
 {
     exchange_ctx_t *ctx = x->ctx;
-    conn_t *c = x->conn;
-    http_conn_variant_t variant = http_conn_variant(c->keep_alive, c->http10);
+    http_conn_variant_t variant = http_conn_variant(x->keep_alive, x->http10);
     size_t n = rewrite_response_head(ctx->head_out, ctx->head_out_cap, x->buf + x->off, resp,
                                      x->relay.chunked && !x->relay.dechunk, variant);
     if (n == 0)
@@ -430,27 +449,27 @@ static bool exchange_place_head(exchange_t *x, const http_response_t *resp, size
     return true;
 }
 
-void exchange_on_head(exchange_t *x, const http_response_t *resp, size_t head_len)
+static void exchange_on_head(exchange_t *x, const http_response_t *resp, size_t head_len)
 {
     if (x->fetch) {
         exchange_share_head(x, resp, head_len);
         return;
     }
-    conn_t *c = x->conn;
     relay_t *r = &x->relay;
     x->log->status = resp->status;
-    x->up_reusable = resp->keep_alive && !c->http10;
-    relay_init(r, &c->io, &x->up->io, x->buf, x->ctx->bufs.size, &x->ctx->pipes);
+    x->up_reusable = resp->keep_alive && !x->http10;
+    relay_init(r, r->client, &x->up->io, x->buf, x->ctx->bufs.size, &x->ctx->pipes);
     relay_frame(r, resp->body, resp->content_length);
     /* The upstream was asked as HTTP/1.0 for a 1.0 client, yet a broken
      * one may answer chunked: the client gets the payload, ended by the
      * close (RFC 9112 7.1: never chunked to 1.0). */
-    r->dechunk = r->chunked && c->http10;
+    r->dechunk = r->chunked && x->http10;
     if (r->until_close || r->dechunk) {
         /* The end of the body is the end of the upstream connection, and
          * so of the client's. */
         x->up_reusable = false;
-        conn_keep_alive_off(c);
+        x->keep_alive = false;
+        x->ops->keep_alive_off(x->owner);
     }
     size_t body_start = x->off + head_len;
     ssize_t used = relay_account(r, x->buf + body_start, x->len - body_start);
@@ -465,7 +484,7 @@ void exchange_on_head(exchange_t *x, const http_response_t *resp, size_t head_le
     }
     r->off = x->off;
     r->len = x->len;
-    r->close_after = conn_will_close(c);
+    r->close_after = x->ops->will_close(x->owner);
     x->phase = EXCHANGE_BODY;
     exchange_pump(x);
 }
@@ -479,7 +498,7 @@ static int exchange_parse_head(exchange_t *x)
     for (;;) {
         http_response_reset(resp);
         int r = http_response_parse(x->buf + x->off, x->len - x->off, x->ctx->limits,
-                                    x->conn && x->conn->is_head, resp);
+                                    x->is_head, resp);
         if (r < 0) {
             exchange_fail(x, 502, GATE_REASON_BAD_UPSTREAM_RESPONSE);
             return 1;
@@ -511,7 +530,7 @@ static void exchange_read_head(exchange_t *x)
         size_t room = x->ctx->bufs.size - x->len;
         /* A driver's body goes straight into the fetch's buffer: what
          * comes with the head is copied there, so take little of it. */
-        if ((x->fetch || !x->conn->io.ssl) && !u->io.ssl && room > EXCHANGE_HEAD_STEP)
+        if ((x->fetch || !x->relay.client->ssl) && !u->io.ssl && room > EXCHANGE_HEAD_STEP)
             room = EXCHANGE_HEAD_STEP;
         ssize_t n = sockio_read(&u->io, x->buf + x->len, room);
         if (n > 0) {
@@ -552,7 +571,7 @@ static void exchange_pump(exchange_t *x)
     case RELAY_WAIT:
         break;
     }
-    conn_arm_write(x->conn, r->want & RELAY_WANT_CLIENT_WRITE);
+    x->ops->arm_write(x->owner, r->want & RELAY_WANT_CLIENT_WRITE);
     if (r->want & RELAY_WANT_UPSTREAM_READ)
         upstream_arm_read(x->up, true, x->ctx->tv_response);
     else
@@ -568,23 +587,31 @@ void exchange_on_client_writable(exchange_t *x)
     else if (x->phase == EXCHANGE_BODY)
         exchange_pump(x);
     else
-        conn_arm_write(x->conn, false);
+        x->ops->arm_write(x->owner, false);
 }
 
-void exchange_client_stalled(exchange_t *x)
+bool exchange_client_stalled(exchange_t *x)
 {
     if (x->phase == EXCHANGE_FOLLOW && x->reader.fetch) {
         x->log->reason = gate_reason_name(GATE_REASON_CLIENT_SEND_TIMEOUT);
         exchange_leave_fetch(x, false);
-        conn_response_done(x->conn, CONN_END_SHORT);
-    } else if (x->phase == EXCHANGE_BODY) {
-        exchange_cut(x, GATE_REASON_CLIENT_SEND_TIMEOUT, false);
-    } else {
-        /* Nothing of the response written yet (a write armed by a TLS
-         * read, say): the connection goes, and the exchange with it,
-         * out of the slot queue too. */
-        conn_close(x->conn);
+        x->ops->done(x->owner, EXCHANGE_END_SHORT);
+        return true;
     }
+    if (x->phase == EXCHANGE_BODY) {
+        exchange_cut(x, GATE_REASON_CLIENT_SEND_TIMEOUT, false);
+        return true;
+    }
+    return false;
+}
+
+void exchange_shared_read_timeout(exchange_t *x)
+{
+    if (x->phase != EXCHANGE_FOLLOW || !x->reader.fetch)
+        return;
+    x->log->reason = gate_reason_name(GATE_REASON_CLIENT_TOO_SLOW);
+    exchange_leave_fetch(x, false);
+    x->ops->done(x->owner, EXCHANGE_END_SHORT);
 }
 
 /* ---- what the upstream connection reports ---------------------------- */

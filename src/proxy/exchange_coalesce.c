@@ -8,10 +8,8 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "proxy/conn.h"
-#include "proxy/exchange.h"
 #include "proxy/rewrite.h"
-#include "exchange_internal.h"
+#include "exchange_coalesce.h"
 
 /* The exchange that drives a shared fetch: no connection of its own, so
  * it carries the log fields the exchange writes, and the timer that keeps
@@ -24,15 +22,6 @@ typedef struct exchange_driver {
     bool in_flight;                         /* counted in ctx->fetches_driven */
 } exchange_driver_t;
 
-void exchange_shared_read_timeout(exchange_t *x)
-{
-    if (x->phase != EXCHANGE_FOLLOW || !x->reader.fetch)
-        return;
-    x->log->reason = gate_reason_name(GATE_REASON_CLIENT_TOO_SLOW);
-    exchange_leave_fetch(x, false);
-    conn_response_done(x->conn, CONN_END_SHORT);
-}
-
 static void exchange_on_fetch(coalesce_reader_t *r);
 static void exchange_driver_end(exchange_t *d);
 static void exchange_on_ttl(evutil_socket_t fd, short what, void *arg);
@@ -43,11 +32,10 @@ static void exchange_on_ttl(evutil_socket_t fd, short what, void *arg);
  * has no body to share; ungated paths are not configs) over HTTP/1.1 (a
  * 1.0 request goes upstream as 1.0). Which fetch it shares is the key's
  * business alone. */
-static bool exchange_coalescible(const exchange_t *x)
+static bool exchange_coalescible(const exchange_t *x, bool method_get)
 {
-    const conn_t *c = x->conn;
-    return x->ctx->cfg->coalesce.enabled && x->log->decision == REQUEST_ADMIT && !c->is_head && !c->http10 &&
-           conn_request(c)->method == HTTP_METHOD_GET;
+    return x->ctx->cfg->coalesce.enabled && x->log->decision == REQUEST_ADMIT && !x->is_head && !x->http10 &&
+           method_get;
 }
 
 /* The share key lives in the exchange's buffer, right after the
@@ -79,9 +67,27 @@ static void exchange_follow(exchange_t *x)
     exchange_read_fetch(x);
 }
 
-bool exchange_join(exchange_t *x)
+/* A follower reads the fetch, not an answer of its own, yet it may have
+ * to ask on its own after all (exchange_fall_back): it keeps what it
+ * forwarded, at its length (a few hundred bytes, not a relay buffer of
+ * 64 KiB), as its own, never to be rewritten from a parse that is the
+ * worker's and some later head's by then. false, out of memory: it leaves
+ * the fetch and goes on alone. */
+static bool exchange_keep_forwarded(exchange_t *x)
 {
-    if (!exchange_coalescible(x))
+    char *copy = malloc(x->len);
+    if (!copy) {
+        coalesce_reader_leave(&x->reader);
+        return false;
+    }
+    memcpy(copy, x->buf, x->len);
+    x->forwarded = copy;
+    return true;
+}
+
+bool exchange_join(exchange_t *x, bool method_get)
+{
+    if (!exchange_coalescible(x, method_get))
         return false;
     size_t room = x->ctx->bufs.size - x->len;
     size_t n = rewrite_share_key(x->buf, x->len, x->buf + x->len, room < COALESCE_KEY_MAX ? room : COALESCE_KEY_MAX);
@@ -90,14 +96,16 @@ bool exchange_join(exchange_t *x)
     x->key_len = (uint32_t)n;
     coalesce_key_t key = exchange_key(x);
     coalesce_fetch_t *led;
-    if (coalesce_attach(&x->ctx->coalesce, &key, &x->reader, exchange_on_fetch, &x->conn->io, false, &led) !=
+    if (coalesce_attach(&x->ctx->coalesce, &key, &x->reader, exchange_on_fetch, x->relay.client, false, &led) !=
         COALESCE_JOINED) {
         x->may_lead = true;
         return false;
     }
     exchange_log_attach(x, "joined");
-    /* A follower needs no buffer: its own request goes nowhere (it is
-     * forwarded again from the head should the fetch not be shared). */
+    if (!exchange_keep_forwarded(x))
+        return false;
+    /* A follower needs no buffer: its own request goes nowhere unless the
+     * fetch is not shared. */
     buf_pool_put(&x->ctx->bufs, x->buf);
     x->buf = NULL;
     exchange_follow(x);
@@ -114,6 +122,10 @@ void exchange_leave_fetch(exchange_t *x, bool fell_back)
     }
     if (!x->reader.fetch)
         return;
+    if (x->forwarded && !fell_back) {
+        free(x->forwarded);
+        x->forwarded = NULL;
+    }
     if (x->follower && !fell_back) {
         metrics_add(&x->ctx->metrics->coalesce_renders_saved, 1);
         if (x->reader.head_sent)
@@ -130,7 +142,7 @@ void exchange_leave_fetch(exchange_t *x, bool fell_back)
      * configuration in memory for good. One that goes on asking the
      * upstream (falling back, handed over) keeps it. */
     if (!fell_back && x->gen)
-        exchange_leave_gen(x);
+        x->ctx->core->leave_gen(x);
 }
 
 /* The fetch is not shared: ask the MCS as any request would. */
@@ -147,9 +159,20 @@ static void exchange_fall_back(exchange_t *x)
     }
     x->follower = false;
     x->may_lead = false;
-    conn_reparse_request(x->conn);
-    if (exchange_forward(x))
-        exchange_upstream_start(x);
+    /* Its own request goes upstream: the bytes it forwarded when it came
+     * (only a follower falls back: a leader's driver hands it the
+     * response instead). */
+    char *forwarded = x->forwarded;
+    x->forwarded = NULL;
+    x->buf = forwarded ? buf_pool_get(&x->ctx->bufs) : NULL;
+    if (!x->buf) {
+        free(forwarded);
+        x->ctx->core->fail(x, 502, GATE_REASON_REQUEST_TOO_LARGE);
+        return;
+    }
+    memcpy(x->buf, forwarded, x->len);
+    free(forwarded);
+    x->ctx->core->upstream_start(x);
 }
 
 /* A shared body lives until its slowest reader is done, and the bodies
@@ -163,36 +186,35 @@ static void exchange_read_deadline(exchange_t *x)
     uint64_t ms = cfg->limits.send_timeout_ms +
                   (uint64_t)coalesce_body_len(&x->reader) * 1000 / cfg->coalesce.min_read_rate;
     x->read_deadline = true;
-    conn_deadline(x->conn, CONN_DEADLINE_SHARED_READ, ms);
+    x->ops->deadline(x->owner, EXCHANGE_WAIT_SHARED_READ, ms);
 }
 
 void exchange_read_fetch(exchange_t *x)
 {
-    conn_t *c = x->conn;
     int status;
     gate_reason_t why;
-    coalesce_result_t got = coalesce_reader_pump(&x->reader, http_conn_variant(!conn_will_close(c), false));
+    coalesce_result_t got = coalesce_reader_pump(&x->reader, http_conn_variant(!x->ops->will_close(x->owner), false));
     if (!x->read_deadline && x->reader.head_sent && (got == COALESCE_WAIT_CLIENT || got == COALESCE_WAIT_FETCH))
         exchange_read_deadline(x);
     switch (got) {
     case COALESCE_WAIT_CLIENT:
         x->log->status = coalesce_status(&x->reader);
-        conn_arm_write(c, true);
+        x->ops->arm_write(x->owner, true);
         return;
     case COALESCE_WAIT_FETCH:
         if (x->reader.head_sent)
             x->log->status = coalesce_status(&x->reader);
-        conn_arm_write(c, false);
+        x->ops->arm_write(x->owner, false);
         return;
     case COALESCE_DONE:
         x->log->status = coalesce_status(&x->reader);
         exchange_leave_fetch(x, false);
-        conn_response_done(c, CONN_END_COMPLETE);
+        x->ops->done(x->owner, EXCHANGE_END_COMPLETE);
         return;
     case COALESCE_CLIENT_GONE:
         x->log->reason = gate_reason_name(GATE_REASON_CLIENT_CLOSED);
         exchange_leave_fetch(x, false);
-        conn_response_done(c, CONN_END_SHORT);
+        x->ops->done(x->owner, EXCHANGE_END_SHORT);
         return;
     case COALESCE_CUT:
         coalesce_failure(&x->reader, &status, &why);
@@ -200,7 +222,7 @@ void exchange_read_fetch(exchange_t *x)
         x->log->reason = gate_reason_name(why);
         exchange_leave_fetch(x, false);
         /* Framed by Content-Length: a close leaves the client short. */
-        conn_response_done(c, CONN_END_SHORT);
+        x->ops->done(x->owner, EXCHANGE_END_SHORT);
         return;
     case COALESCE_FAILED:
         /* A failure is the leader's request's: a follower asks on its own
@@ -211,7 +233,7 @@ void exchange_read_fetch(exchange_t *x)
         }
         coalesce_failure(&x->reader, &status, &why);
         exchange_leave_fetch(x, false);
-        conn_send_error(c, status, gate_reason_name(why), false);
+        x->ops->error(x->owner, status, gate_reason_name(why));
         return;
     case COALESCE_UNSHARED:
         exchange_fall_back(x);
@@ -235,10 +257,12 @@ bool exchange_lead(exchange_t *x)
     x->may_lead = false;
     coalesce_fetch_t *f;
     coalesce_key_t key = exchange_key(x);
-    switch (coalesce_attach(&ctx->coalesce, &key, &x->reader, exchange_on_fetch, &x->conn->io, true, &f)) {
+    switch (coalesce_attach(&ctx->coalesce, &key, &x->reader, exchange_on_fetch, x->relay.client, true, &f)) {
     case COALESCE_JOINED:
         exchange_log_attach(x, "joined");
-        exchange_release(x, false);
+        if (!exchange_keep_forwarded(x))
+            return false;
+        ctx->core->release(x, false);
         exchange_follow(x);
         return true;
     case COALESCE_LEADS:
@@ -276,7 +300,7 @@ bool exchange_lead(exchange_t *x)
     /* The leader waits like any reader (so a driver that fails at once
      * reaches it through the wake-up), then the driver starts. */
     exchange_read_fetch(x);
-    exchange_begin(d);
+    ctx->core->begin(d);
     return true;
 }
 
@@ -315,7 +339,7 @@ static void exchange_driver_end(exchange_t *d)
         dr->next->prev = dr->prev;
     coalesce_fetch_release(d->fetch);
     if (d->gen)
-        exchange_leave_gen(d);
+        ctx->core->leave_gen(d);
     free(dr);
 }
 
@@ -327,7 +351,7 @@ void exchange_driver_fail(exchange_t *d, int status, gate_reason_t why)
 
 void exchange_driver_cut(exchange_t *d, gate_reason_t why)
 {
-    exchange_release(d, false);
+    d->ctx->core->release(d, false);
     coalesce_fetch_cut(d->fetch, &d->ctx->coalesce, why);
     exchange_driver_end(d);
 }
@@ -342,7 +366,7 @@ static void exchange_on_ttl(evutil_socket_t fd, short what, void *arg)
 static void exchange_driver_done(exchange_t *d)
 {
     exchange_driver_t *dr = driver_of(d);
-    exchange_release(d, d->up_reusable);
+    d->ctx->core->release(d, d->up_reusable);
     coalesce_fetch_done(d->fetch, &d->ctx->coalesce);
     exchange_driver_landed(dr);
     uint64_t keep = coalesce_fetch_ttl_left(d->fetch);
@@ -377,7 +401,7 @@ void exchange_fill(exchange_t *d)
         } else if (n == SOCKIO_WANT_WRITE) {
             upstream_arm_write(d->up, true, ctx->tv_response);
         } else {
-            exchange_cut(d, n == 0 ? GATE_REASON_UPSTREAM_CLOSED_EARLY : GATE_REASON_UPSTREAM_READ, true);
+            ctx->core->cut(d, n == 0 ? GATE_REASON_UPSTREAM_CLOSED_EARLY : GATE_REASON_UPSTREAM_READ, true);
         }
         return;
     }
@@ -402,7 +426,7 @@ static void exchange_hand_over(exchange_t *d, exchange_t *x, const http_response
     d->buf = NULL;
     d->has_slot = false;
     x->phase = EXCHANGE_HEAD;
-    exchange_on_head(x, resp, head_len);
+    x->ctx->core->on_head(x, resp, head_len);
 }
 
 /* The head is in, at d->buf + d->off. Shared when it is a complete 200
@@ -441,7 +465,7 @@ void exchange_share_head(exchange_t *d, const http_response_t *resp, size_t head
         if (leader)
             exchange_hand_over(d, leader, resp, head_len);
         else
-            exchange_release(d, false);
+            ctx->core->release(d, false);
         exchange_driver_end(d);
         return;
     }
@@ -466,7 +490,7 @@ void exchange_drivers_destroy(exchange_ctx_t *x)
         exchange_t *d = &x->drivers->x;
         bool kept = d->body && d->body_got == d->body_len;
         if (!kept) {
-            exchange_release(d, false);
+            x->core->release(d, false);
             if (d->body)
                 coalesce_fetch_cut(d->fetch, &x->coalesce, GATE_REASON_UPSTREAM_CLOSED_EARLY);
             else
