@@ -8,6 +8,7 @@
 #include <sys/un.h>
 
 #include "admin/client.h"
+#include "conf/grammar.h"
 
 #define ADMIN_CLIENT_TIMEOUT_S 5
 #define ADMIN_CLIENT_MAX_ANSWER (4u << 20)

@@ -7,6 +7,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "admin/listener.h"
+#include "conf/grammar.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/time.h"

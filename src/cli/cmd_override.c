@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "admin/client.h"
+#include "conf/grammar.h"
 #include "cli/cmd.h"
 #include "cli/override_cluster.h"
 

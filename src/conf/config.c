@@ -15,7 +15,7 @@
 
 #include "conf/config.h"
 #include "schema.h"
-#include "grammar.h"
+#include "conf/grammar.h"
 #include "readers.h"
 #include "core/addr.h"
 #include "core/refcount.h"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "grammar.h"
+#include "conf/grammar.h"
 #include "core/addr.h"
 
 bool grammar_decimal(const char **p, uint64_t *out, bool *overflow)

@@ -10,7 +10,7 @@
 #include <openssl/ssl.h>
 
 #include "schema.h"
-#include "grammar.h"
+#include "conf/grammar.h"
 #include "core/addr.h"
 
 int schema_fail(loader_t *ld, const ynode_t *at, const char *path, const char *fmt, ...)

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <openssl/types.h>
 
-#include "conf/config.h"
+#include "conf/config_types.h"
 #include "core/ydoc.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

@@ -10,6 +10,7 @@
 
 #include "cli/cmd.h"
 #include "conf/config.h"
+#include "conf/grammar.h"
 
 static char err[CONFIG_ERR_LEN];
 

@@ -23,6 +23,7 @@
 #include <openssl/x509.h>
 
 #include "conf/config.h"
+#include "conf/grammar.h"
 #include "proxy/upstream.h"
 #include "tls/tls.h"
 
