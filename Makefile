@@ -60,7 +60,7 @@ $(BUILD)/obj/%.o: src/%.c $(HEADERS)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/unit/%.o: tests/unit/%.c $(HEADERS) | $(BUILD)/unit
-	$(CC) $(CFLAGS) -Wno-missing-prototypes -DSRCDIR='"$(CURDIR)"' -c -o $@ $<
+	$(CC) $(CFLAGS) -Wno-missing-prototypes -DSRCDIR='"$(CURDIR)"' -MMD -MP -c -o $@ $<
 
 $(LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -163,4 +163,5 @@ soak: deps
 clean:
 	rm -rf build build-san build-tsan build-bench
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/obj/cli/main.d
+# A unit test may compile a source file of its own (test_coalesce_storebuf.c).
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/cli/main.d $(UNIT_OBJ:.o=.d)
