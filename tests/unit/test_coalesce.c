@@ -11,39 +11,12 @@
 #include <event2/event.h>
 
 #include "proxy/coalesce.h"
+#include "coalesce_client.h"
 
 static config_coalesce_t cfg = {.enabled = true, .max_body = 1u << 20, .max_followers = 1000};
 static struct event_base *base;
 static coalesce_worker_t cw;
 static char err[256];
-
-typedef struct client {
-    coalesce_reader_t r;
-    sockio_t io;
-    int peer;       /* the test reads the client's side here */
-    int wakes;
-} client_t;
-
-static void on_wake(coalesce_reader_t *r)
-{
-    ((client_t *)((char *)r - offsetof(client_t, r)))->wakes++;
-}
-
-static void client_init(client_t *c)
-{
-    memset(c, 0, sizeof *c);
-    int sv[2];
-    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    c->io.fd = sv[0];
-    c->peer = sv[1];
-}
-
-static void client_close(client_t *c)
-{
-    coalesce_reader_leave(&c->r);
-    close(c->io.fd);
-    close(c->peer);
-}
 
 /* Everything the client's side can read now, discarded; its length. */
 static size_t discard(client_t *c)

@@ -191,9 +191,7 @@ static int sb_mutex_unlock(pthread_mutex_t *m)
 
 #include "../../src/proxy/coalesce.c"
 
-#include <criterion/criterion.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include "coalesce_client.h"
 
 static sb_thread_t *const DRIVER = &sb_threads[0];
 static sb_thread_t *const READER = &sb_threads[1];
@@ -206,33 +204,6 @@ static char err[256];
 static const char HEAD_KA[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
 static const char HEAD_CLOSE[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n";
 static const char KEY[] = "GET /config/worker HTTP/1.1\r\nAccept: application/vnd.coreos.ignition+json;version=3.4.0\r\n";
-
-typedef struct client {
-    coalesce_reader_t r;
-    sockio_t io;
-    int peer;
-} client_t;
-
-static void on_wake(coalesce_reader_t *r)
-{
-    (void)r;
-}
-
-static void client_init(client_t *c)
-{
-    memset(c, 0, sizeof *c);
-    int sv[2];
-    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    c->io.fd = sv[0];
-    c->peer = sv[1];
-}
-
-static void client_close(client_t *c)
-{
-    coalesce_reader_leave(&c->r);
-    close(c->io.fd);
-    close(c->peer);
-}
 
 /* Whether the reader's worker was rung from the driver's thread. */
 static bool reader_worker_rung(void)
