@@ -6,20 +6,26 @@
 #ifndef SKEWGATE_CONN_H
 #define SKEWGATE_CONN_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <event2/event_struct.h>
 
 #include "conf/config.h"
+#include "core/addrset.h"
 #include "core/buf_pool.h"
 #include "http/request.h"
 #include "os/sockio.h"
+#include "policy/token_set.h"
 #include "proxy/accesslog.h"
 #include "proxy/exchange.h"
+#include "proxy/held.h"
+#include "proxy/metrics.h"
+#include "verdict/snapshot.h"
 
-struct worker;
-struct gate_snapshot;
+struct event_base;
 
 /* What the connection's single deadline stands for. */
 typedef enum {
@@ -63,8 +69,41 @@ void conn_set_reconfigure(conn_set_t *s, struct event_base *base, const config_l
 /* Frees what is left; the connections must be closed and reaped. */
 void conn_set_destroy(conn_set_t *s);
 
+/* What a connection reads of the worker it lives on: the worker owns it
+ * (worker_t embeds one) and keeps it current, swapping cfg, snapshot,
+ * tokens and addrset between two events. It is handed at conn_accept, so
+ * conn knows nothing of worker_t, and held by value so that c->env->cfg
+ * costs what c->w->cfg did. */
+typedef struct conn_env {
+    struct event_base *base;
+    /* The configuration requests are served by: a plain pointer the
+     * worker swaps between two events on a reload, so a request reads it
+     * with no atomic and code reading it at request time follows reloads. */
+    config_t *cfg;
+    gate_snapshot_t *snapshot;      /* read on every request; this thread only */
+    token_set_t *tokens;            /* admission.token's accepted tokens; NULL: the policy is off */
+    addrset_t *addrset;             /* admission.machines; NULL until the first full list */
+    bool stopping;                  /* the worker drains: the last connection to close ends its loop */
+
+    /* Each module's own per-thread state. */
+    conn_set_t conns;               /* conn.c */
+    exchange_ctx_t exchange;        /* exchange.c: slots, upstream pool, relay buffers */
+    accesslog_clock_t log_clock;    /* accesslog.c */
+    metrics_worker_t metrics;       /* written by this thread only; read by the admin listener */
+    held_table_t held;              /* held.c: the clients this worker rejected; same rule */
+    /* Every worker's held table (this one's included), read to mark a
+     * node admitted that another worker held; set once before start. */
+    const held_table_t *const *held_peers;
+    size_t n_held_peers;
+} conn_env_t;
+
+/* Shared between workers: the open connections of the gate, against its
+ * connection cap. The worker counts one up at accept (and checks the
+ * cap); conn counts it down when it closes one or fails to take it. */
+extern _Atomic uint32_t conn_total_open;
+
 typedef struct conn {
-    struct worker *w;
+    conn_env_t *env;            /* the worker's, handed at accept */
     struct conn *prev, *next;   /* the set's list */
     sockio_t io;
     struct event rev, wev, timer;
@@ -102,9 +141,10 @@ typedef struct conn {
     request_log_t log;
 } conn_t;
 
-/* listener: its id (stable across reloads); lc: its configuration (its
- * PROXY protocol settings). */
-void conn_accept(struct worker *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx,
+/* env: the worker's (it outlives the connection); the caller has counted
+ * the connection in conn_total_open. listener: its id (stable across
+ * reloads); lc: its configuration (its PROXY protocol settings). */
+void conn_accept(conn_env_t *env, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx,
                  uint32_t listener, const config_listener_t *lc);
 void conn_close(conn_t *c);
 /* Stopping: closes the connections that sit between requests; the others

@@ -15,12 +15,8 @@
 
 #include "conf/config.h"
 #include "core/addrset.h"
-#include "proxy/accesslog.h"
-#include "proxy/conn.h"
-#include "proxy/exchange.h"
-#include "proxy/held.h"
-#include "proxy/metrics.h"
 #include "policy/token_set.h"
+#include "proxy/conn.h"
 #include "verdict/snapshot.h"
 
 typedef struct worker_listener {
@@ -64,11 +60,9 @@ enum {
 
 typedef struct worker {
     pthread_t thread;
-    struct event_base *base;
-    /* The configuration requests are served by: a plain pointer the
-     * worker swaps between two events on a reload, so a request reads it
-     * with no atomic and code reading it at request time follows reloads. */
-    config_t *cfg;
+    /* What its connections read: the event base, the configuration, the
+     * published sets and each module's per-thread state. */
+    conn_env_t env;
     worker_listener_t listeners[CONFIG_MAX_LISTENERS];
     size_t n_listeners;
 
@@ -76,30 +70,11 @@ typedef struct worker {
     int notify_fd;
     struct event notify_ev;
     _Atomic unsigned commands;
-    _Atomic(gate_snapshot_t *) next_snapshot;
+    _Atomic(gate_snapshot_t *) next_snapshot;   /* becomes env.snapshot */
     _Atomic(worker_reload_t *) next_reload;
-    gate_snapshot_t *snapshot;      /* read on every request; this thread only */
-    _Atomic(token_set_t *) next_tokens;
-    token_set_t *tokens;            /* admission.token's accepted tokens; NULL: the policy is off */
-    _Atomic(addrset_t *) next_addrset;
-    addrset_t *addrset;             /* admission.machines; NULL until the first full list */
-
-    /* Each module's own per-thread state. */
-    conn_set_t conns;               /* conn.c */
-    exchange_ctx_t exchange;        /* exchange.c: slots, upstream pool, relay buffers */
-    accesslog_clock_t log_clock;    /* accesslog.c */
-    metrics_worker_t metrics;       /* written by this thread only; read by the admin listener */
-    held_table_t held;              /* held.c: the clients this worker rejected; same rule */
-    /* Every worker's held table (this one's included), read to mark a
-     * node admitted that another worker held; set once before start. */
-    const held_table_t *const *held_peers;
-    size_t n_held_peers;
-
-    bool stopping;
+    _Atomic(token_set_t *) next_tokens;         /* becomes env.tokens */
+    _Atomic(addrset_t *) next_addrset;          /* becomes env.addrset */
 } worker_t;
-
-/* Shared between workers: the gate's connection cap. */
-extern _Atomic uint32_t worker_total_conns;
 
 /* listeners[i] belongs to cfg->listeners[i]; the worker takes its socket
  * and a reference of its TLS context, and one of cfg. */

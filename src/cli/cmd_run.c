@@ -184,7 +184,7 @@ static int gate_http(gate_t *g, char *err, size_t errlen)
         return -1;
     }
     for (unsigned i = 0; i < g->n_workers; i++)
-        counters[i] = &g->workers[i].metrics;
+        counters[i] = &g->workers[i].env.metrics;
     int rc = 0;
     if (cfg->admin.enabled &&
         !(g->admin = admin_start(g->base, &cfg->admin, cfg->limits.header_timeout_ms, g->ctl, counters, g->n_workers, err, errlen)))
@@ -270,10 +270,10 @@ static int gate_run(gate_t *g)
         goto fail;
     }
     for (unsigned i = 0; i < g->n_workers; i++)
-        g->held_tables[i] = &g->workers[i].held;
+        g->held_tables[i] = &g->workers[i].env.held;
     for (unsigned i = 0; i < g->n_workers; i++) {
-        g->workers[i].held_peers = g->held_tables;
-        g->workers[i].n_held_peers = g->n_workers;
+        g->workers[i].env.held_peers = g->held_tables;
+        g->workers[i].env.n_held_peers = g->n_workers;
     }
     if (gate_admission(g, err, sizeof err) < 0)
         goto fail;
@@ -290,12 +290,12 @@ static int gate_run(gate_t *g)
     }
     for (unsigned i = 0; i < g->n_workers; i++) {
         worker_t *w = &g->workers[i];
-        w->snapshot = atomic_exchange(&w->next_snapshot, NULL);
-        if (!w->snapshot) {
+        w->env.snapshot = atomic_exchange(&w->next_snapshot, NULL);
+        if (!w->env.snapshot) {
             snprintf(err, sizeof err, "no initial verdict");
             goto fail;
         }
-        w->tokens = atomic_exchange(&w->next_tokens, NULL);
+        w->env.tokens = atomic_exchange(&w->next_tokens, NULL);
     }
     if (gate_machines(g, err, sizeof err) < 0)
         goto fail;

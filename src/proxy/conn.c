@@ -18,7 +18,6 @@
 #include "proxy/exchange.h"
 #include "proxy/local_response.h"
 #include "proxy/shared_timeout.h"
-#include "proxy/worker.h"
 #include "verdict/snapshot.h"
 
 static void conn_on_read(evutil_socket_t fd, short what, void *arg);
@@ -26,8 +25,10 @@ static void conn_on_write(evutil_socket_t fd, short what, void *arg);
 static void conn_on_timer(evutil_socket_t fd, short what, void *arg);
 static void conn_read_head(conn_t *c);
 static void conn_process_input(conn_t *c);
-static void conn_process_heads(conn_t *c, worker_t *w);
+static void conn_process_heads(conn_t *c, conn_env_t *env);
 static void conn_handshake(conn_t *c);
+
+_Atomic uint32_t conn_total_open;
 
 static void conn_on_reap(evutil_socket_t fd, short what, void *arg)
 {
@@ -89,7 +90,7 @@ static void conn_arm_write(conn_t *c, bool on)
         return;
     c->write_waiting = on;
     if (on)
-        event_add(&c->wev, c->w->conns.tv_send);
+        event_add(&c->wev, c->env->conns.tv_send);
     else
         event_del(&c->wev);
 }
@@ -118,26 +119,26 @@ static void conn_deadline(conn_t *c, conn_deadline_t kind, uint64_t ms)
         conn_arm_timer(c, now, c->deadline_ms);
 }
 
-void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx,
+void conn_accept(conn_env_t *env, int fd, const struct sockaddr *peer, socklen_t peer_len, void *tls_ctx,
                  uint32_t listener, const config_listener_t *lc)
 {
     conn_t *c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
-        atomic_fetch_sub_explicit(&worker_total_conns, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&conn_total_open, 1, memory_order_relaxed);
         return;
     }
-    c->w = w;
+    c->env = env;
     c->listener = listener;
     c->io.fd = fd;
     memcpy(&c->peer, peer, peer_len);
     c->peer_len = peer_len;
-    event_assign(&c->rev, w->base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
-    event_assign(&c->wev, w->base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
-    evtimer_assign(&c->timer, w->base, conn_on_timer, c);
-    conn_set_t *s = &w->conns;
+    event_assign(&c->rev, env->base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
+    event_assign(&c->wev, env->base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
+    evtimer_assign(&c->timer, env->base, conn_on_timer, c);
+    conn_set_t *s = &env->conns;
     s->n_open++;
-    metrics_conn_opened(&w->metrics, tls_ctx != NULL);
+    metrics_conn_opened(&env->metrics, tls_ctx != NULL);
     c->next = s->open;
     if (s->open)
         s->open->prev = c;
@@ -158,7 +159,7 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
         c->proxy_untrusted = !cidr_list_match(lc->trusted_proxies, lc->n_trusted_proxies, &c->peer);
     }
     /* The PROXY header, the handshake and the first head share the header deadline. */
-    conn_deadline(c, CONN_DEADLINE_HEADER, w->cfg->limits.header_timeout_ms);
+    conn_deadline(c, CONN_DEADLINE_HEADER, env->cfg->limits.header_timeout_ms);
     conn_arm_read(c, true);
     /* Listeners use TCP_DEFER_ACCEPT: data is usually waiting already. */
     conn_on_read(fd, EV_READ, c);
@@ -169,8 +170,8 @@ void conn_accept(worker_t *w, int fd, const struct sockaddr *peer, socklen_t pee
  * need to look at c->state after a call that may have closed it. */
 void conn_close(conn_t *c)
 {
-    worker_t *w = c->w;
-    conn_set_t *s = &w->conns;
+    conn_env_t *env = c->env;
+    conn_set_t *s = &env->conns;
     if (c->state == CONN_CLOSED)
         return;
     if (c->state == CONN_EXCHANGE)
@@ -200,11 +201,11 @@ void conn_close(conn_t *c)
     s->closed = c;
     event_active(&s->reap_ev, EV_TIMEOUT, 0);
     s->n_open--;
-    metrics_conn_closed(&w->metrics, c->tls);
-    atomic_fetch_sub_explicit(&worker_total_conns, 1, memory_order_relaxed);
+    metrics_conn_closed(&env->metrics, c->tls);
+    atomic_fetch_sub_explicit(&conn_total_open, 1, memory_order_relaxed);
     /* A fetch driven here for readers elsewhere keeps the loop too. */
-    if (w->stopping && s->n_open == 0 && !exchange_ctx_busy(&w->exchange))
-        event_base_loopexit(w->base, NULL);
+    if (env->stopping && s->n_open == 0 && !exchange_ctx_busy(&env->exchange))
+        event_base_loopexit(env->base, NULL);
 }
 
 void conn_close_idle(conn_set_t *s)
@@ -250,7 +251,7 @@ static void conn_consume_head(conn_t *c)
     c->head_len = 0;
     if (rest == 0 && c->ibuf) {
         /* Idle keep-alive connections hold no buffer. */
-        buf_pool_put(&c->w->conns.head_bufs, c->ibuf);
+        buf_pool_put(&c->env->conns.head_bufs, c->ibuf);
         c->ibuf = NULL;
     }
 }
@@ -274,36 +275,36 @@ static held_client_t conn_held_client(const conn_t *c, const http_header_t *acce
  * is in the buffer). */
 static void conn_record_held(conn_t *c, const char *reason)
 {
-    const http_header_t *accept = http_headers_get(&c->w->conns.req.headers, HTTP_HDR_ACCEPT);
+    const http_header_t *accept = http_headers_get(&c->env->conns.req.headers, HTTP_HDR_ACCEPT);
     held_client_t client = conn_held_client(c, accept);
-    held_record(&c->w->held, &client, reason, clock_wall_coarse_ms());
+    held_record(&c->env->held, &client, reason, clock_wall_coarse_ms());
 }
 
 /* An admission policy's refusal: recorded apart, by address (held.h). */
 static void conn_record_refused(conn_t *c, const char *reason)
 {
-    const http_header_t *accept = http_headers_get(&c->w->conns.req.headers, HTTP_HDR_ACCEPT);
+    const http_header_t *accept = http_headers_get(&c->env->conns.req.headers, HTTP_HDR_ACCEPT);
     held_client_t client = conn_held_client(c, accept);
-    held_record_refusal(&c->w->held, &client, reason, clock_wall_coarse_ms());
+    held_record_refusal(&c->env->held, &client, reason, clock_wall_coarse_ms());
 }
 
 /* A gated request that got its config ends its client's hold, if any. */
 static void conn_end_hold(conn_t *c)
 {
-    worker_t *w = c->w;
+    conn_env_t *env = c->env;
     held_client_t client = conn_held_client(c, NULL);
-    held_admit(&w->held, w->held_peers, w->n_held_peers, &client, clock_wall_coarse_ms());
+    held_admit(&env->held, env->held_peers, env->n_held_peers, &client, clock_wall_coarse_ms());
 }
 
 static void conn_log_request(conn_t *c)
 {
-    worker_t *w = c->w;
+    conn_env_t *env = c->env;
     if (c->log.decision == REQUEST_ADMIT && c->log.status >= 200 && c->log.status < 300 && !c->is_head && c->ibuf)
         conn_end_hold(c);
-    if (w->cfg->log.access)
-        accesslog_write(&w->log_clock, &c->log, c->ibuf, &c->peer, c->tls);
+    if (env->cfg->log.access)
+        accesslog_write(&env->log_clock, &c->log, c->ibuf, &c->peer, c->tls);
     uint64_t duration_ns = c->log.start_ns ? clock_monotonic_ns() - c->log.start_ns : 0;
-    metrics_request(&c->w->metrics, c->log.pool, c->log.decision, c->log.status, duration_ns);
+    metrics_request(&c->env->metrics, c->log.pool, c->log.decision, c->log.status, duration_ns);
 }
 
 /* The connection closes once the response under way is out. */
@@ -329,7 +330,7 @@ static void conn_next_request(conn_t *c)
         c->out_ref = NULL;
     }
     memset(&c->log, 0, sizeof c->log);
-    conn_deadline(c, CONN_DEADLINE_IDLE, c->w->cfg->limits.idle_timeout_ms);
+    conn_deadline(c, CONN_DEADLINE_IDLE, c->env->cfg->limits.idle_timeout_ms);
     conn_arm_write(c, false);
     conn_arm_read(c, true);
     /* Answered from within conn_process_input: its loop goes on with the
@@ -460,7 +461,7 @@ static void conn_refuse(conn_t *c, admission_result_t why, bool close_after)
     const char *text = local_response_admission(why, http_conn_variant(!close_after, c->http10), &status, &len);
     c->log.status = status;
     c->log.reason = admission_reason_name(why);
-    metrics_admission_reject(&c->w->metrics, why);
+    metrics_admission_reject(&c->env->metrics, why);
     conn_send_local(c, text, len, NULL, close_after);
 }
 
@@ -477,7 +478,7 @@ static void conn_copy_pool(conn_t *c, const char *clean, size_t len)
  * evidence holds the node (its own reason, the same reject mode). */
 static void conn_reject(conn_t *c, const gate_snapshot_t *snap, bool evidence)
 {
-    const http_request_t *req = &c->w->conns.req;
+    const http_request_t *req = &c->env->conns.req;
     int spec = 0;
     if (snap->mode == REJECT_EXPLAIN) {
         const http_header_t *accept = http_headers_get(&req->headers, HTTP_HDR_ACCEPT);
@@ -490,7 +491,7 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap, bool evidence)
     c->log.decision = REQUEST_REJECT;
     c->log.reason = evidence ? GATE_EVIDENCE_REASON : verdict_reason_name(snap->verdict.reason);
     if (evidence)
-        metrics_add(&c->w->metrics.evidence_held, 1);
+        metrics_add(&c->env->metrics.evidence_held, 1);
     conn_record_held(c, c->log.reason);
     c->log.status = snap->mode == REJECT_HOLD ? 503
                     : snap->mode == REJECT_DENY ? 403
@@ -501,8 +502,8 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap, bool evidence)
 /* One complete request head is in ibuf[0..head_len): judge and answer it. */
 static void conn_dispatch(conn_t *c)
 {
-    worker_t *w = c->w;
-    const http_request_t *req = &w->conns.req;
+    conn_env_t *env = c->env;
+    const http_request_t *req = &env->conns.req;
     c->log.start_ns = clock_monotonic_ns();
     c->log.method_off = req->method_name.off;
     c->log.method_len = req->method_name.len;
@@ -528,14 +529,14 @@ static void conn_dispatch(conn_t *c)
         conn_send_error(c, 400, "BodyOnGet", true);
         return;
     }
-    char *clean = w->conns.path;
+    char *clean = env->conns.path;
     size_t clean_len;
-    if (http_path_normalize(c->ibuf + req->path.off, req->path.len, clean, w->conns.path_cap, &clean_len) < 0) {
+    if (http_path_normalize(c->ibuf + req->path.off, req->path.len, clean, env->conns.path_cap, &clean_len) < 0) {
         conn_send_error(c, 400, "BadPath", true);
         return;
     }
     policy_request_t rq = {.head = c->ibuf, .req = req, .clean = clean, .clean_len = clean_len, .peer = &c->peer};
-    policy_view_t view = {.cfg = w->cfg, .tokens = w->tokens, .addresses = w->addrset, .snapshot = w->snapshot};
+    policy_view_t view = {.cfg = env->cfg, .tokens = env->tokens, .addresses = env->addrset, .snapshot = env->snapshot};
     policy_decision_t d = policy_decide(&rq, &view);
     if (d.action != POLICY_PASS)
         conn_copy_pool(c, clean, clean_len);
@@ -563,29 +564,29 @@ static void conn_dispatch(conn_t *c)
     conn_arm_read(c, false);
     exchange_request_t xr = {.head = c->ibuf, .parse = req, .peer = &c->peer, .client = &c->io,
                              .http10 = c->http10, .is_head = c->is_head, .keep_alive = c->keep_alive};
-    exchange_start(&c->exchange, &w->exchange, &xr, c, &conn_exchange_ops, &c->log);
+    exchange_start(&c->exchange, &env->exchange, &xr, c, &conn_exchange_ops, &c->log);
 }
 
 /* Parses and answers the requests buffered in ibuf, until one goes to the
  * upstream, a write blocks, or the buffer holds no complete head. */
 static void conn_process_input(conn_t *c)
 {
-    worker_t *w = c->w;
+    conn_env_t *env = c->env;
     c->processing = true;
-    conn_process_heads(c, w);
+    conn_process_heads(c, env);
     c->processing = false;
 }
 
-static void conn_process_heads(conn_t *c, worker_t *w)
+static void conn_process_heads(conn_t *c, conn_env_t *env)
 {
     while (c->state == CONN_READ_HEAD && c->ilen > 0) {
         /* The parse state is the worker's, shared by its connections, so
          * each call starts afresh; a head is at most max_header_bytes. */
-        http_request_reset(&w->conns.req);
-        int r = http_request_parse(c->ibuf, c->ilen, &w->conns.limits, &w->conns.req);
+        http_request_reset(&env->conns.req);
+        int r = http_request_parse(c->ibuf, c->ilen, &env->conns.limits, &env->conns.req);
         if (r == 0) {
             if (c->deadline_kind != CONN_DEADLINE_HEADER)
-                conn_deadline(c, CONN_DEADLINE_HEADER, w->cfg->limits.header_timeout_ms);
+                conn_deadline(c, CONN_DEADLINE_HEADER, env->cfg->limits.header_timeout_ms);
             return;
         }
         conn_deadline(c, CONN_DEADLINE_NONE, 0);
@@ -602,16 +603,16 @@ static void conn_process_heads(conn_t *c, worker_t *w)
 
 static void conn_read_head(conn_t *c)
 {
-    worker_t *w = c->w;
+    conn_env_t *env = c->env;
     for (;;) {
         if (!c->ibuf) {
-            c->ibuf = buf_pool_get(&w->conns.head_bufs);
+            c->ibuf = buf_pool_get(&env->conns.head_bufs);
             if (!c->ibuf) {
                 conn_close(c);
                 return;
             }
         }
-        size_t room = w->conns.head_bufs.size - c->ilen;
+        size_t room = env->conns.head_bufs.size - c->ilen;
         if (room == 0) {
             /* The parser answers 431 before the buffer fills; belt and braces. */
             c->head_len = c->ilen;
@@ -633,7 +634,7 @@ static void conn_read_head(conn_t *c)
         }
         if (n == SOCKIO_WANT_READ) {
             if (c->ilen == 0 && c->ibuf) {
-                buf_pool_put(&w->conns.head_bufs, c->ibuf);
+                buf_pool_put(&env->conns.head_bufs, c->ibuf);
                 c->ibuf = NULL;
             }
             return;
@@ -666,8 +667,8 @@ static void conn_proxy_refuse(conn_t *c, admission_result_t why)
  * records or the request head that follow stay for their readers. */
 static void conn_read_proxy_header(conn_t *c)
 {
-    worker_t *w = c->w;
-    if (!c->ibuf && !(c->ibuf = buf_pool_get(&w->conns.head_bufs))) {
+    conn_env_t *env = c->env;
+    if (!c->ibuf && !(c->ibuf = buf_pool_get(&env->conns.head_bufs))) {
         conn_close(c);
         return;
     }

@@ -6,12 +6,13 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
-#include "proxy/conn.h"
-#include "core/log.h"
-#include "proxy/worker.h"
 #include "core/clock.h"
-
-_Atomic uint32_t worker_total_conns;
+#include "core/log.h"
+#include "proxy/conn.h"
+#include "proxy/exchange.h"
+#include "proxy/held.h"
+#include "proxy/metrics.h"
+#include "proxy/worker.h"
 
 /* Connections accepted per listener wake-up, so one busy listener cannot
  * starve the connections it already has. */
@@ -26,7 +27,7 @@ static void worker_on_accept_resume(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
     worker_listener_t *l = arg;
-    if (!l->w->stopping && l->fd >= 0)
+    if (!l->w->env.stopping && l->fd >= 0)
         event_add(&l->ev, NULL);
 }
 
@@ -47,7 +48,7 @@ static void worker_on_accept(evutil_socket_t fd, short what, void *arg)
     (void)what;
     worker_listener_t *l = arg;
     worker_t *w = l->w;
-    for (int i = 0; i < WORKER_ACCEPT_BATCH && !w->stopping; i++) {
+    for (int i = 0; i < WORKER_ACCEPT_BATCH && !w->env.stopping; i++) {
         struct sockaddr_storage peer;
         socklen_t plen = sizeof peer;
         int cfd = accept4(fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -57,16 +58,16 @@ static void worker_on_accept(evutil_socket_t fd, short what, void *arg)
             return;
         }
         l->starved = false;
-        uint32_t total = atomic_fetch_add_explicit(&worker_total_conns, 1, memory_order_relaxed);
-        if (total >= w->cfg->limits.max_connections) {
+        uint32_t total = atomic_fetch_add_explicit(&conn_total_open, 1, memory_order_relaxed);
+        if (total >= w->env.cfg->limits.max_connections) {
             /* Over the cap: a closed connection is a transport error,
              * which Ignition retries with backoff. */
-            atomic_fetch_sub_explicit(&worker_total_conns, 1, memory_order_relaxed);
-            metrics_add(&w->metrics.refused_over_limit, 1);
+            atomic_fetch_sub_explicit(&conn_total_open, 1, memory_order_relaxed);
+            metrics_add(&w->env.metrics.refused_over_limit, 1);
             close(cfd);
             continue;
         }
-        conn_accept(w, cfd, (struct sockaddr *)&peer, plen, l->tls, l->id, l->cfg);
+        conn_accept(&w->env, cfd, (struct sockaddr *)&peer, plen, l->tls, l->id, l->cfg);
     }
 }
 
@@ -74,29 +75,29 @@ static void worker_on_accept(evutil_socket_t fd, short what, void *arg)
 static void worker_on_exchange_idle(void *arg)
 {
     worker_t *w = arg;
-    if (w->conns.n_open == 0)
-        event_base_loopexit(w->base, NULL);
+    if (w->env.conns.n_open == 0)
+        event_base_loopexit(w->env.base, NULL);
 }
 
 static void worker_stop_now(worker_t *w)
 {
-    if (w->stopping)
+    if (w->env.stopping)
         return;
-    w->stopping = true;
+    w->env.stopping = true;
     for (size_t i = 0; i < w->n_listeners; i++) {
         event_del(&w->listeners[i].ev);
         event_del(&w->listeners[i].resume_ev);
         close(w->listeners[i].fd);
         w->listeners[i].fd = -1;
     }
-    exchange_ctx_stop(&w->exchange, worker_on_exchange_idle, w);
+    exchange_ctx_stop(&w->env.exchange, worker_on_exchange_idle, w);
     /* Connections idle between requests close now; the others when their
      * response is written (keep-alive is off once stopping). */
-    struct timeval tv = clock_timeval(w->cfg->limits.drain_timeout_ms);
-    event_base_loopexit(w->base, &tv);
-    conn_close_idle(&w->conns);
-    if (w->conns.n_open == 0 && !exchange_ctx_busy(&w->exchange))
-        event_base_loopexit(w->base, NULL);
+    struct timeval tv = clock_timeval(w->env.cfg->limits.drain_timeout_ms);
+    event_base_loopexit(w->env.base, &tv);
+    conn_close_idle(&w->env.conns);
+    if (w->env.conns.n_open == 0 && !exchange_ctx_busy(&w->env.exchange))
+        event_base_loopexit(w->env.base, NULL);
 }
 
 static void worker_listener_add(worker_t *w, size_t i, uint32_t id, int fd, SSL_CTX *tls,
@@ -104,8 +105,8 @@ static void worker_listener_add(worker_t *w, size_t i, uint32_t id, int fd, SSL_
 {
     worker_listener_t *l = &w->listeners[i];
     *l = (worker_listener_t){.fd = fd, .id = id, .tls = tls, .cfg = lc, .w = w};
-    event_assign(&l->ev, w->base, fd, EV_READ | EV_PERSIST, worker_on_accept, l);
-    evtimer_assign(&l->resume_ev, w->base, worker_on_accept_resume, l);
+    event_assign(&l->ev, w->env.base, fd, EV_READ | EV_PERSIST, worker_on_accept, l);
+    evtimer_assign(&l->resume_ev, w->env.base, worker_on_accept_resume, l);
     event_add(&l->ev, NULL);
 }
 
@@ -158,7 +159,7 @@ static void worker_reload_listeners(worker_t *w, worker_reload_t *r)
             log_msg(LOG_ERROR, "reload", "worker has no socket for listener %u", nl->id);
             continue;
         }
-        /* Into r->cfg, which becomes w->cfg: a kept socket takes the new
+        /* Into r->cfg, which becomes w->env.cfg: a kept socket takes the new
          * PROXY protocol settings. */
         worker_listener_add(w, n++, nl->id, fd, nl->tls, &r->cfg->listeners[i]);
         nl->fd = -1;
@@ -170,7 +171,7 @@ static void worker_reload_listeners(worker_t *w, worker_reload_t *r)
             continue;
         close(old[k].fd);
         SSL_CTX_free(old[k].tls);
-        conn_drain_listener(&w->conns, old[k].id);
+        conn_drain_listener(&w->env.conns, old[k].id);
     }
 }
 
@@ -180,16 +181,16 @@ static void worker_reload_listeners(worker_t *w, worker_reload_t *r)
 static void worker_apply_reload(worker_t *w, worker_reload_t *r)
 {
     int ack_fd = r->ack_fd;
-    if (w->stopping) {
+    if (w->env.stopping) {
         worker_reload_free(r);
-    } else if (exchange_ctx_reconfigure(&w->exchange, r->cfg, r->upstream_tls, r->new_upstream_peer) < 0) {
+    } else if (exchange_ctx_reconfigure(&w->env.exchange, r->cfg, r->upstream_tls, r->new_upstream_peer) < 0) {
         log_msg(LOG_ERROR, "reload", "out of memory: a worker keeps the previous configuration");
         worker_reload_free(r);
     } else {
-        conn_set_reconfigure(&w->conns, w->base, &r->cfg->limits);
+        conn_set_reconfigure(&w->env.conns, w->env.base, &r->cfg->limits);
         worker_reload_listeners(w, r);
-        config_unref(w->cfg);
-        w->cfg = r->cfg;
+        config_unref(w->env.cfg);
+        w->env.cfg = r->cfg;
         r->cfg = NULL;
         SSL_CTX_free(r->upstream_tls);
         free(r);
@@ -208,9 +209,9 @@ static void worker_on_notify(evutil_socket_t fd, short what, void *arg)
     if (cmds & WORKER_CMD_SNAPSHOT) {
         gate_snapshot_t *snap = atomic_exchange(&w->next_snapshot, NULL);
         if (snap) {
-            if (w->snapshot)
-                gate_snapshot_unref(w->snapshot);
-            w->snapshot = snap;
+            if (w->env.snapshot)
+                gate_snapshot_unref(w->env.snapshot);
+            w->env.snapshot = snap;
         }
     }
     /* After the snapshot: one published before the reload is in place
@@ -224,8 +225,8 @@ static void worker_on_notify(evutil_socket_t fd, short what, void *arg)
         token_set_t *set = atomic_exchange(&w->next_tokens, NULL);
         if (set) {
             /* Requests judge synchronously: none holds the old set now. */
-            token_set_unref(w->tokens);
-            w->tokens = set;
+            token_set_unref(w->env.tokens);
+            w->env.tokens = set;
         }
     }
     if (cmds & WORKER_CMD_ADDRSET) {
@@ -233,8 +234,8 @@ static void worker_on_notify(evutil_socket_t fd, short what, void *arg)
         if (set) {
             /* Nothing else holds the old set: a request looks it up and
              * is done with it. */
-            addrset_unref(w->addrset);
-            w->addrset = set;
+            addrset_unref(w->env.addrset);
+            w->env.addrset = set;
         }
     }
     if (cmds & WORKER_CMD_STOP)
@@ -284,14 +285,14 @@ int worker_init(worker_t *w, unsigned n_workers, config_t *cfg, const worker_lis
                 SSL_CTX *upstream_tls, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
-    w->cfg = config_ref(cfg);
+    w->env.cfg = config_ref(cfg);
     w->notify_fd = -1;
     struct event_config *ec = event_config_new();
     /* Each base is touched by its own thread only. */
     event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK);
-    w->base = event_base_new_with_config(ec);
+    w->env.base = event_base_new_with_config(ec);
     event_config_free(ec);
-    if (!w->base) {
+    if (!w->env.base) {
         snprintf(err, errlen, "worker: event_base_new failed");
         return -1;
     }
@@ -300,18 +301,18 @@ int worker_init(worker_t *w, unsigned n_workers, config_t *cfg, const worker_lis
         snprintf(err, errlen, "worker: eventfd: %s", strerror(errno));
         return -1;
     }
-    event_assign(&w->notify_ev, w->base, w->notify_fd, EV_READ | EV_PERSIST, worker_on_notify, w);
+    event_assign(&w->notify_ev, w->env.base, w->notify_fd, EV_READ | EV_PERSIST, worker_on_notify, w);
     event_add(&w->notify_ev, NULL);
     /* The table's bound is the gate's: each worker gets its share. */
     uint32_t held_share = (cfg->held.max_clients + n_workers - 1) / n_workers;
-    if (held_table_init(&w->held, held_share, cfg->held.forget_after_ms) < 0) {
+    if (held_table_init(&w->env.held, held_share, cfg->held.forget_after_ms) < 0) {
         snprintf(err, errlen, "worker: out of memory for %u held clients", held_share);
         return -1;
     }
-    w->metrics.held = &w->held;
-    if (conn_set_init(&w->conns, w->base, &cfg->limits, err, errlen) < 0 ||
-        exchange_ctx_init(&w->exchange, w->base, cfg, n_workers, &w->conns.limits, upstream_tls, &w->metrics,
-                          err, errlen) < 0)
+    w->env.metrics.held = &w->env.held;
+    if (conn_set_init(&w->env.conns, w->env.base, &cfg->limits, err, errlen) < 0 ||
+        exchange_ctx_init(&w->env.exchange, w->env.base, cfg, n_workers, &w->env.conns.limits, upstream_tls,
+                          &w->env.metrics, err, errlen) < 0)
         return -1;
     w->n_listeners = cfg->n_listeners;
     for (size_t i = 0; i < cfg->n_listeners; i++) {
@@ -325,7 +326,7 @@ int worker_init(worker_t *w, unsigned n_workers, config_t *cfg, const worker_lis
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
-    event_base_dispatch(w->base);
+    event_base_dispatch(w->env.base);
     return NULL;
 }
 
@@ -341,7 +342,7 @@ void worker_join(worker_t *w)
 
 void worker_destroy(worker_t *w)
 {
-    conn_close_all(&w->conns);
+    conn_close_all(&w->env.conns);
     for (size_t i = 0; i < w->n_listeners; i++) {
         if (w->listeners[i].fd >= 0) {
             event_del(&w->listeners[i].ev);
@@ -351,14 +352,14 @@ void worker_destroy(worker_t *w)
         SSL_CTX_free(w->listeners[i].tls);
     }
     worker_reload_free(atomic_exchange(&w->next_reload, NULL));
-    exchange_ctx_destroy(&w->exchange);
-    conn_set_destroy(&w->conns);
-    held_table_destroy(&w->held);
-    if (w->snapshot)
-        gate_snapshot_unref(w->snapshot);
-    token_set_unref(w->tokens);
+    exchange_ctx_destroy(&w->env.exchange);
+    conn_set_destroy(&w->env.conns);
+    held_table_destroy(&w->env.held);
+    if (w->env.snapshot)
+        gate_snapshot_unref(w->env.snapshot);
+    token_set_unref(w->env.tokens);
     token_set_unref(atomic_exchange(&w->next_tokens, NULL));
-    addrset_unref(w->addrset);
+    addrset_unref(w->env.addrset);
     addrset_unref(atomic_exchange(&w->next_addrset, NULL));
     gate_snapshot_t *pending = atomic_exchange(&w->next_snapshot, NULL);
     if (pending)
@@ -367,7 +368,7 @@ void worker_destroy(worker_t *w)
         event_del(&w->notify_ev);
         close(w->notify_fd);
     }
-    if (w->base)
-        event_base_free(w->base);
-    config_unref(w->cfg);
+    if (w->env.base)
+        event_base_free(w->env.base);
+    config_unref(w->env.cfg);
 }
