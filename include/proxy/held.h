@@ -47,7 +47,13 @@
  * publishing an attempt writes a few words, not the whole entry. */
 typedef struct held_entry {
     uint64_t last_seen_ms;          /* wall clock, ms since the epoch: the latest event */
-    uint64_t attempts;              /* held requests seen */
+    uint32_t attempts;              /* rejected requests seen */
+    /* What its latest rejection was answered: 503 (reject.mode hold, or a
+     * policy's hold such as UnknownMachine), the one answer a node
+     * retries, so the one that makes it held now; 403 (deny, a refused
+     * token), 200 or 400 (explain): turned away, listed but not held. */
+    uint16_t status;
+    uint16_t pad_status;
     /* The latest event wins (issue 20.3): a client is admitted when its
      * latest admission is later than its latest hold, whichever worker saw
      * each. The admitting worker reads the hold, and writes the admission
@@ -116,19 +122,19 @@ typedef struct held_client {
 int held_table_init(held_table_t *t, uint32_t max_clients, uint64_t forget_after_ms);
 void held_table_destroy(held_table_t *t);
 
-/* The hook every reject path calls: client c was held for `reason` at
- * now_ms (wall clock). reason is a name that lives as long as the process
+/* The hook every reject path calls: client c was rejected for `reason`
+ * at now_ms (wall clock) and answered `status` (503: held). reason is a name that lives as long as the process
  * (verdict_reason_name's, gate_reason_name's, a literal): it is copied
  * when it differs, by address, from the entry's last one. Owner thread
  * only. */
-void held_record(held_table_t *t, const held_client_t *c, const char *reason, uint64_t now_ms);
+void held_record(held_table_t *t, const held_client_t *c, const char *reason, int status, uint64_t now_ms);
 /* The same for a refusal by an admission policy: recorded in the
  * refusals' part, by address alone. The pool is left out: it is the last
  * segment of a path the policy did not accept, the client's word only;
  * kept, it would let one address fill the part, one entry per pool, and
  * mint a skewgate_held_clients series per name. The address is what the
  * operator looks a node up by (its Machine, its console). */
-void held_record_refusal(held_table_t *t, const held_client_t *c, const char *reason, uint64_t now_ms);
+void held_record_refusal(held_table_t *t, const held_client_t *c, const char *reason, int status, uint64_t now_ms);
 
 /* Client c got its config at now_ms. If this table or one of peers[] (the
  * other workers' tables, read only: a node's retries may have come on
@@ -140,18 +146,28 @@ bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peer
 
 /* A consistent copy of every table, for the admin thread: entries not yet
  * forgotten, one per client (a client seen by two workers is merged:
- * attempts summed, earliest first seen, latest last seen, the reason of
- * the latest hold, and admitted when its latest admission is not older
+ * attempts summed, earliest first seen, latest last seen, the reason and
+ * status of the latest rejection, and admitted when its latest admission is not older
  * than its latest hold), oldest first. */
 typedef struct held_view {
     held_entry_t *entries;
     size_t n;
-    size_t n_held;                  /* of them, not admitted */
+    size_t n_held;                  /* of them, held now: answered 503 last, not admitted since */
     uint64_t admitted_after_hold;   /* counters summed over the tables */
     uint64_t overflow;
     uint64_t forget_after_ms;
     uint32_t max_clients;           /* held clients over all tables (refusals aside) */
 } held_view_t;
+
+/* The answer a node retries, and so the one that holds it. */
+#define HELD_STATUS 503
+/* Whether a view's entry is held now: answered HELD_STATUS last, and not
+ * admitted since (a view's admitted_ms is 0 while it is not). */
+bool held_now(const held_entry_t *e);
+/* A view's entry in a word: "admitted", "held" (held_now), "denied" (403)
+ * or "explained" (reject.mode explain's 200, or its 400 for a spec it
+ * cannot write). */
+const char *held_state_name(const held_entry_t *e);
 
 /* 0, or -1 when out of memory (*out then empty). */
 int held_collect(const held_table_t *const *tables, size_t n_tables, uint64_t now_ms, held_view_t *out);

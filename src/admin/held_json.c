@@ -23,12 +23,13 @@ static json_t *held_json_entry(const held_entry_t *e, uint64_t now_ms)
     text_copy(reason, sizeof reason, e->reason);
     /* A held node's hold lasts until now; an admitted one's ended then. */
     uint64_t end_ms = e->admitted_ms ? e->admitted_ms : now_ms;
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o, s:b, s:I, s:I}", "address", addr, "pool",
-                     pool, "userAgent", ua, "spec", held_spec_name(e->spec), "reason", reason, "attempts",
-                     (json_int_t)e->attempts, "firstSeen", held_json_time(e->first_seen_ms), "lastSeen",
-                     held_json_time(e->last_seen_ms), "admittedAt", held_json_time(e->admitted_ms),
-                     "admitted", e->admitted_ms != 0, "heldSeconds", held_json_secs(e->first_seen_ms, end_ms),
-                     "quietSeconds", held_json_secs(e->last_seen_ms, now_ms));
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:o, s:o, s:o, s:b, s:I, s:I}", "address", addr,
+                     "pool", pool, "userAgent", ua, "spec", held_spec_name(e->spec), "reason", reason, "attempts",
+                     (json_int_t)e->attempts, "status", (json_int_t)e->status, "state", held_state_name(e),
+                     "firstSeen", held_json_time(e->first_seen_ms), "lastSeen", held_json_time(e->last_seen_ms),
+                     "admittedAt", held_json_time(e->admitted_ms), "admitted", e->admitted_ms != 0, "heldSeconds",
+                     held_json_secs(e->first_seen_ms, end_ms), "quietSeconds",
+                     held_json_secs(e->last_seen_ms, now_ms));
 }
 
 json_t *held_json(const held_view_t *v, uint64_t now_ms)

@@ -95,7 +95,7 @@ static const char page_script_text[] =
     "  for (const c of h.clients) {\n"
     "    row(body, [[c.address], [c.pool || '-'], [c.userAgent], [c.spec], [c.reason], [String(c.attempts), 'num'],\n"
     "               [age(c.heldSeconds), 'num'], [age(c.quietSeconds) + ' ago', 'num'],\n"
-    "               [c.admitted ? 'admitted' : 'held', c.admitted ? 'admit' : 'reject']]);\n"
+    "               [c.state, c.admitted ? 'admit' : 'reject']]);\n"
     "  }\n"
     "  text('heldcount', String(h.held));\n"
     "  text('heldnote', h.clients.length ? 'forgotten after ' + age(h.forgetAfterSeconds) + ' of silence'\n"

@@ -137,7 +137,7 @@ static void status_cells(const json_t *c, char store[N_COLS][48], const char *ce
     cells[COL_ATTEMPTS] = store[COL_ATTEMPTS];
     cells[COL_HELD] = store[COL_HELD];
     cells[COL_SEEN] = store[COL_SEEN];
-    cells[COL_STATE] = json_is_true(json_object_get(c, "admitted")) ? "admitted" : "held";
+    cells[COL_STATE] = status_str(c, "state");
 }
 
 /* Columns padded to their width, two spaces apart; the last unpadded. */

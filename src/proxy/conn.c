@@ -273,19 +273,20 @@ static held_client_t conn_held_client(const conn_t *c, const http_header_t *acce
  * request calls it once, with its reason's name ("OutOfSkew", ...), while
  * the request's head is being dispatched (the pool is known and the head
  * is in the buffer). */
-static void conn_record_held(conn_t *c, const char *reason)
+static void conn_record_held(conn_t *c, const char *reason, int status)
 {
     const http_header_t *accept = http_headers_get(&c->env->conns.req.headers, HTTP_HDR_ACCEPT);
     held_client_t client = conn_held_client(c, accept);
-    held_record(&c->env->held, &client, reason, clock_wall_coarse_ms());
+    held_record(&c->env->held, &client, reason, status, clock_wall_coarse_ms());
 }
 
 /* An admission policy's refusal: recorded apart, by address (held.h). */
-static void conn_record_refused(conn_t *c, const char *reason)
+static void conn_record_refused(conn_t *c, admission_result_t why)
 {
     const http_header_t *accept = http_headers_get(&c->env->conns.req.headers, HTTP_HDR_ACCEPT);
     held_client_t client = conn_held_client(c, accept);
-    held_record_refusal(&c->env->held, &client, reason, clock_wall_coarse_ms());
+    held_record_refusal(&c->env->held, &client, admission_reason_name(why), admission_reason_status(why),
+                        clock_wall_coarse_ms());
 }
 
 /* A gated request that got its config ends its client's hold, if any. */
@@ -492,10 +493,10 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap, bool evidence)
     c->log.reason = evidence ? GATE_EVIDENCE_REASON : verdict_reason_name(snap->verdict.reason);
     if (evidence)
         metrics_add(&c->env->metrics.evidence_held, 1);
-    conn_record_held(c, c->log.reason);
-    c->log.status = snap->mode == REJECT_HOLD ? 503
+    c->log.status = snap->mode == REJECT_HOLD ? HELD_STATUS
                     : snap->mode == REJECT_DENY ? 403
                     : spec == IGNITION_SPEC_UNSUPPORTED ? 400 : 200;
+    conn_record_held(c, c->log.reason, c->log.status);
     conn_send_local(c, r->data, c->is_head ? r->head_len : r->len, (gate_snapshot_t *)snap, !c->keep_alive);
 }
 
@@ -546,7 +547,7 @@ static void conn_dispatch(conn_t *c)
         break;
     case POLICY_REFUSE:
         c->log.decision = REQUEST_REJECT;
-        conn_record_refused(c, admission_reason_name(d.refusal));
+        conn_record_refused(c, d.refusal);
         conn_refuse(c, d.refusal, !c->keep_alive);
         return;
     case POLICY_REJECT:

@@ -230,7 +230,7 @@ static void held_note_admission(uint64_t ms)
 static const char held_no_pool[] = "";
 
 static void held_record_in(held_table_t *t, held_part_t *p, const held_client_t *c, const char *pool,
-                           const char *reason, uint64_t now_ms)
+                           const char *reason, int status, uint64_t now_ms)
 {
     uint8_t addr[16];
     uint8_t family = held_key_of(c->addr, addr);
@@ -254,6 +254,7 @@ static void held_record_in(held_table_t *t, held_part_t *p, const held_client_t 
     e->held_ms = now_ms > after ? now_ms : after;
     e->last_seen_ms = now_ms;
     e->attempts++;
+    e->status = (uint16_t)status;
     if (p->own[i].reason_of != reason) {
         /* Reasons are names that live as long as the process: the same
          * name again costs a pointer compare, not a string compare. */
@@ -265,14 +266,14 @@ static void held_record_in(held_table_t *t, held_part_t *p, const held_client_t 
     held_publish(p, i, words);
 }
 
-void held_record(held_table_t *t, const held_client_t *c, const char *reason, uint64_t now_ms)
+void held_record(held_table_t *t, const held_client_t *c, const char *reason, int status, uint64_t now_ms)
 {
-    held_record_in(t, &t->held, c, c->pool, reason, now_ms);
+    held_record_in(t, &t->held, c, c->pool, reason, status, now_ms);
 }
 
-void held_record_refusal(held_table_t *t, const held_client_t *c, const char *reason, uint64_t now_ms)
+void held_record_refusal(held_table_t *t, const held_client_t *c, const char *reason, int status, uint64_t now_ms)
 {
-    held_record_in(t, &t->refused, c, held_no_pool, reason, now_ms);
+    held_record_in(t, &t->refused, c, held_no_pool, reason, status, now_ms);
 }
 
 /* Reads slot i of a part another thread owns into *out; false when the
@@ -428,6 +429,7 @@ static void held_merge(held_entry_t *a, const held_entry_t *b)
     }
     if (b->held_ms > a->held_ms) {
         a->held_ms = b->held_ms;
+        a->status = b->status;
         memcpy(a->reason, b->reason, sizeof a->reason);
     }
     if (b->last_seen_ms > a->last_seen_ms)
@@ -479,10 +481,24 @@ int held_collect(const held_table_t *const *tables, size_t n_tables, uint64_t no
     for (size_t i = 0; i < out->n; i++) {
         held_entry_t *e = &out->entries[i];
         if (e->held_ms >= e->admitted_ms)
-            e->admitted_ms = 0;     /* held again since: held now */
-        out->n_held += e->admitted_ms == 0;
+            e->admitted_ms = 0;     /* rejected again since */
+        out->n_held += held_now(e);
     }
     return 0;
+}
+
+bool held_now(const held_entry_t *e)
+{
+    return e->admitted_ms == 0 && e->status == HELD_STATUS;
+}
+
+const char *held_state_name(const held_entry_t *e)
+{
+    if (e->admitted_ms)
+        return "admitted";
+    if (e->status == HELD_STATUS)
+        return "held";
+    return e->status == 403 ? "denied" : "explained";
 }
 
 void held_view_release(held_view_t *v)

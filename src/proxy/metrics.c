@@ -331,7 +331,7 @@ static int metrics_render_held(FILE *f, const held_view_t *h)
     size_t n_series = 0;
     for (size_t i = 0; i < h->n; i++) {
         const held_entry_t *e = &h->entries[i];
-        if (e->admitted_ms)
+        if (!held_now(e))
             continue;
         size_t k = 0;
         while (k < n_series && (strcmp(series[k].pool, e->pool) || strcmp(series[k].reason, e->reason)))
@@ -341,7 +341,7 @@ static int metrics_render_held(FILE *f, const held_view_t *h)
         series[k].n++;
     }
     metrics_head(f, "skewgate_held_clients", "gauge",
-                 "Clients the gate holds now (rejected, retrying, not forgotten), by pool and reason.");
+                 "Clients the gate holds now (answered 503, retrying; not admitted since nor forgotten), by pool and reason.");
     for (size_t k = 0; k < n_series; k++) {
         fputs("skewgate_held_clients{pool=\"", f);
         metrics_put_label(f, series[k].pool);

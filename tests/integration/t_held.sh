@@ -6,7 +6,9 @@
 # `skewgate status` prints it for people and for scripts. Issue 20: a node
 # held again after an admission on another worker shows as held (3); a
 # table stores 99 % of max_clients from sequential addresses (4); refusals
-# by the token policy take no held node's room (5).
+# by the token policy take no held node's room (5). Held means held now:
+# a node answered 403 (deny) or 200 (explain) does not retry, and is
+# listed as denied or explained, not held.
 . "$(dirname "$0")/lib.sh"
 
 certs
@@ -25,6 +27,7 @@ held_json() { curl -sf "$ADMIN/held"; }
 # held_check PYTHON: asserts on h, the /held object.
 held_check() { python3 -c "import json, sys; h = json.load(sys.stdin); $1" <<<"$(held_json)"; }
 metric() { curl -sf "$ADMIN/metrics" | awk -v k="$1" '$1 == k {v = $2} END {printf "%.0f\n", v}'; }
+reloads() { curl -sf "$ADMIN/config" | sed -n "s/^ *\"$1\": \([0-9]*\).*/\1/p"; }
 verdict_is() { [ "$(curl -sf "$ADMIN/verdict" | python3 -c 'import json,sys; print(json.load(sys.stdin)["decision"])')" = "$1" ]; }
 
 note "a bad held section is refused with its position"
@@ -231,9 +234,38 @@ held_check '
 c = {(e["address"], e["pool"]): e for e in h["clients"]}
 assert ("127.1.0.1", "worker") in c and c[("127.1.0.1", "worker")]["reason"] == "OutOfSkew", h
 assert ("127.0.0.9", "master") in c and c[("127.0.0.9", "master")]["reason"] == "OutOfSkew", h
-assert h["held"] == len(h["clients"]), h
+assert all(e["state"] == "denied" and e["status"] == 403 for e in h["clients"] if e["pool"] == ""), h
+assert h["held"] == sum(e["state"] == "held" for e in h["clients"]) == len(h["clients"]) - len(
+    [e for e in h["clients"] if e["pool"] == ""]), h
 ' || fail "held nodes after the flood: $(held_json)"
-[ "$(metric 'skewgate_held_clients{pool="",reason="TokenMissing"}')" -ge 1 ] || fail "refusals gauge"
+# A refused token is a 403, which Ignition does not retry: listed, not held.
+[ "$(metric 'skewgate_held_clients{pool="",reason="TokenMissing"}')" = 0 ] || fail "refusals counted as held"
 curl -sf "$ADMIN/metrics" >"$TMP/metrics.txt"
 promtool check metrics <"$TMP/metrics.txt" || fail "promtool check metrics: $(grep held "$TMP/metrics.txt")"
+gate_stop
+
+note "deny and explain: listed with what they were answered, not held; a hold after holds again"
+set_object automatic-out-of-skew.yaml "$object"
+for mode in deny explain hold; do
+  ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/gate.yaml" $mode "$object"
+  if [ "$mode" = deny ]; then
+    gate_start "$TMP/gate.yaml"
+  else
+    n=$(reloads success)
+    kill -HUP "$GATE_PID"
+    wait_until 10 test "$(reloads success)" = $((n + 1)) || fail "reload to $mode not counted"
+  fi
+  want=$(case $mode in deny) echo 403;; explain) echo 200;; hold) echo 503;; esac)
+  wait_until 10 test "$(fetch 127.0.0.4)" = "$want" || fail "$mode: 127.0.0.4 not answered $want"
+  state=$(case $mode in deny) echo denied;; explain) echo explained;; hold) echo held;; esac)
+  held_check "
+c = [e for e in h['clients'] if e['address'] == '127.0.0.4']
+assert len(c) == 1 and c[0]['status'] == $want and c[0]['state'] == '$state' and not c[0]['admitted'], h
+assert h['held'] == (1 if '$mode' == 'hold' else 0), h
+" || fail "$mode: $(held_json)"
+  [ "$(metric 'skewgate_held_clients{pool="worker",reason="OutOfSkew"}')" = "$([ $mode = hold ] && echo 1 || echo 0)" ] ||
+    fail "$mode: skewgate_held_clients says $(metric 'skewgate_held_clients{pool="worker",reason="OutOfSkew"}')"
+done
+"$SKEWGATE_BIN" status -c "$TMP/gate.yaml" >"$TMP/status.txt" 2>&1 || true
+grep -q '127.0.0.4 .* held$' "$TMP/status.txt" || fail "status: $(cat "$TMP/status.txt")"
 echo "PASS"

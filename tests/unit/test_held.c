@@ -64,9 +64,9 @@ Test(held, records_attempts_and_what_the_first_one_said)
     cr_assert_eq(held_table_init(&t, 16, 15 * MIN), 0);
     struct sockaddr_storage a = v4("10.0.0.7");
     held_client_t c = client(&a, "worker");
-    held_record(&t, &c, "OutOfSkew", T0);
-    held_record(&t, &c, "OutOfSkew", T0 + 5000);
-    held_record(&t, &c, "UnknownMachine", T0 + 10000);
+    held_record(&t, &c, "OutOfSkew", HELD_STATUS, T0);
+    held_record(&t, &c, "OutOfSkew", HELD_STATUS, T0 + 5000);
+    held_record(&t, &c, "UnknownMachine", HELD_STATUS, T0 + 10000);
     held_table_t *all[] = {&t};
     held_view_t v = collect(all, 1, T0 + 11000);
     cr_assert_eq(v.n, 1);
@@ -84,15 +84,44 @@ Test(held, records_attempts_and_what_the_first_one_said)
     held_table_destroy(&t);
 }
 
+/* Held means held now: a node answered 403 (deny) or 200 (explain) does
+ * not retry, so it is listed, with what it was answered, but not held;
+ * a 503 after makes it held again, and the latest answer is the one
+ * that counts across workers. */
+Test(held, only_a_503_holds_a_node_and_the_latest_answer_counts)
+{
+    held_table_t a, b;
+    cr_assert_eq(held_table_init(&a, 16, 15 * MIN), 0);
+    cr_assert_eq(held_table_init(&b, 16, 15 * MIN), 0);
+    struct sockaddr_storage addr = v4("10.0.0.9");
+    held_client_t c = client(&addr, "worker");
+    held_table_t *all[] = {&a, &b};
+    static const struct { int status; const char *state; size_t n_held; } steps[] = {
+        {403, "denied", 0}, {200, "explained", 0}, {400, "explained", 0}, {HELD_STATUS, "held", 1}, {403, "denied", 0},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        held_record(i % 2 ? &b : &a, &c, "OutOfSkew", steps[i].status, T0 + 1000 * i);
+        held_view_t v = collect(all, 2, T0 + 1000 * i + 1);
+        cr_assert_eq(v.n, 1);
+        cr_assert_eq(v.entries[0].status, steps[i].status, "step %zu", i);
+        cr_assert_str_eq(held_state_name(&v.entries[0]), steps[i].state, "step %zu", i);
+        cr_assert_eq(v.n_held, steps[i].n_held, "step %zu: %zu held", i, v.n_held);
+        cr_assert_eq(held_now(&v.entries[0]), steps[i].n_held == 1);
+        held_view_release(&v);
+    }
+    held_table_destroy(&a);
+    held_table_destroy(&b);
+}
+
 Test(held, address_and_pool_are_the_key)
 {
     held_table_t t;
     cr_assert_eq(held_table_init(&t, 16, 15 * MIN), 0);
     struct sockaddr_storage a = v4("10.0.0.7"), b = v6("fd00::7");
     held_client_t aw = client(&a, "worker"), am = client(&a, "master"), bw = client(&b, "worker");
-    held_record(&t, &aw, "OutOfSkew", T0);
-    held_record(&t, &am, "OutOfSkew", T0);
-    held_record(&t, &bw, "OutOfSkew", T0);
+    held_record(&t, &aw, "OutOfSkew", HELD_STATUS, T0);
+    held_record(&t, &am, "OutOfSkew", HELD_STATUS, T0);
+    held_record(&t, &bw, "OutOfSkew", HELD_STATUS, T0);
     held_table_t *all[] = {&t};
     held_view_t v = collect(all, 1, T0);
     cr_assert_eq(v.n, 3);
@@ -109,9 +138,9 @@ Test(held, quiet_clients_are_forgotten_and_their_slots_reused)
     cr_assert_eq(held_table_init(&t, 2, MIN), 0);
     struct sockaddr_storage a = v4("10.0.0.1"), b = v4("10.0.0.2"), c = v4("10.0.0.3");
     held_client_t ca = client(&a, "worker"), cb = client(&b, "worker"), cc = client(&c, "worker");
-    held_record(&t, &ca, "OutOfSkew", T0);
-    held_record(&t, &cb, "OutOfSkew", T0);
-    held_record(&t, &cc, "OutOfSkew", T0);    /* no room */
+    held_record(&t, &ca, "OutOfSkew", HELD_STATUS, T0);
+    held_record(&t, &cb, "OutOfSkew", HELD_STATUS, T0);
+    held_record(&t, &cc, "OutOfSkew", HELD_STATUS, T0);    /* no room */
     cr_assert_eq(atomic_load(&t.overflow), 1);
     held_table_t *all[] = {&t};
     held_view_t v = collect(all, 1, T0 + MIN - 1);
@@ -122,8 +151,8 @@ Test(held, quiet_clients_are_forgotten_and_their_slots_reused)
     cr_assert_eq(v.n, 0, "a minute of silence forgets");
     held_view_release(&v);
     /* The forgotten slots take new clients; one that comes back starts afresh. */
-    held_record(&t, &cc, "OutOfSkew", T0 + MIN);
-    held_record(&t, &ca, "OutOfSkew", T0 + MIN);
+    held_record(&t, &cc, "OutOfSkew", HELD_STATUS, T0 + MIN);
+    held_record(&t, &ca, "OutOfSkew", HELD_STATUS, T0 + MIN);
     v = collect(all, 1, T0 + MIN);
     cr_assert_eq(v.n, 2);
     cr_assert_eq(find(&v, "10.0.0.1", "worker")->attempts, 1);
@@ -142,7 +171,7 @@ Test(held, a_full_table_stays_bounded)
         snprintf(ip, sizeof ip, "10.1.%d.%d", i / 200, i % 200 + 1);
         struct sockaddr_storage a = v4(ip);
         held_client_t c = client(&a, "worker");
-        held_record(&t, &c, "OutOfSkew", T0);
+        held_record(&t, &c, "OutOfSkew", HELD_STATUS, T0);
     }
     held_table_t *all[] = {&t};
     held_view_t v = collect(all, 1, T0);
@@ -163,8 +192,8 @@ Test(held, admission_marks_once_also_across_workers)
     held_client_t cx = client(&x, "worker"), cy = client(&y, "worker");
     /* Never held: admitting it records nothing. */
     cr_assert_not(held_admit(&a, peers, 2, &cy, T0));
-    held_record(&a, &cx, "OutOfSkew", T0);
-    held_record(&a, &cx, "OutOfSkew", T0 + 5000);
+    held_record(&a, &cx, "OutOfSkew", HELD_STATUS, T0);
+    held_record(&a, &cx, "OutOfSkew", HELD_STATUS, T0 + 5000);
     /* Its admitted request came on worker b's connection. */
     cr_assert(held_admit(&b, peers, 2, &cx, T0 + 6000));
     cr_assert_not(held_admit(&b, peers, 2, &cx, T0 + 7000), "counted once");
@@ -179,7 +208,7 @@ Test(held, admission_marks_once_also_across_workers)
     cr_assert_eq(v.admitted_after_hold, 1);
     held_view_release(&v);
     /* Held again (a node re-provisioned at the same address): held anew. */
-    held_record(&a, &cx, "OutOfSkew", T0 + 10000);
+    held_record(&a, &cx, "OutOfSkew", HELD_STATUS, T0 + 10000);
     v = collect(all, 2, T0 + 10000);
     cr_assert_eq(v.n, 1);
     held_view_release(&v);
@@ -193,8 +222,8 @@ Test(held, views_are_sorted_oldest_first)
     cr_assert_eq(held_table_init(&t, 16, 15 * MIN), 0);
     struct sockaddr_storage a = v4("10.0.0.5"), b = v4("10.0.0.1");
     held_client_t ca = client(&a, "worker"), cb = client(&b, "worker");
-    held_record(&t, &ca, "OutOfSkew", T0);
-    held_record(&t, &cb, "OutOfSkew", T0 + 1);
+    held_record(&t, &ca, "OutOfSkew", HELD_STATUS, T0);
+    held_record(&t, &cb, "OutOfSkew", HELD_STATUS, T0 + 1);
     held_table_t *all[] = {&t};
     held_view_t v = collect(all, 1, T0 + 2);
     char text[64];
@@ -217,7 +246,7 @@ static void *race_writer(void *arg)
     struct sockaddr_storage a = v4("10.0.0.1");
     held_client_t c = client(&a, "worker");
     for (uint64_t i = 1; i <= 200000; i++)
-        held_record(r->t, &c, "OutOfSkew", T0 + i);
+        held_record(r->t, &c, "OutOfSkew", HELD_STATUS, T0 + i);
     atomic_store(&r->done, 1);
     return NULL;
 }
@@ -260,9 +289,9 @@ Test(held, the_latest_event_wins_across_workers)
     const held_table_t *peers[] = {&a, &b};
     struct sockaddr_storage x = v4("10.0.0.9");
     held_client_t cx = client(&x, "worker");
-    held_record(&a, &cx, "OutOfSkew", T0);
+    held_record(&a, &cx, "OutOfSkew", HELD_STATUS, T0);
     cr_assert(held_admit(&b, peers, 2, &cx, T0 + 1000));
-    held_record(&a, &cx, "BootImageControllerDegraded", T0 + 2000);
+    held_record(&a, &cx, "BootImageControllerDegraded", HELD_STATUS, T0 + 2000);
     held_table_t *ab[] = {&a, &b}, *ba[] = {&b, &a};
     for (int order = 0; order < 2; order++) {
         held_view_t v = collect(order ? ba : ab, 2, T0 + 2500);
@@ -300,12 +329,12 @@ Test(held, the_merge_compares_the_latest_hold_with_the_latest_admission)
         const held_table_t *peers[] = {&a, &b};
         struct sockaddr_storage x = v4("10.0.0.9");
         held_client_t cx = client(&x, "worker");
-        held_record(&a, &cx, "OutOfSkew", t0);
-        held_record(&b, &cx, "OutOfSkew", t0 + 100);
+        held_record(&a, &cx, "OutOfSkew", HELD_STATUS, t0);
+        held_record(&b, &cx, "OutOfSkew", HELD_STATUS, t0 + 100);
         /* a admits it (news), then b holds it again, or not. */
         cr_assert(held_admit(&a, peers, 2, &cx, t0 + 200));
         if (!admitted_last)
-            held_record(&b, &cx, "OutOfSkew", t0 + 300);
+            held_record(&b, &cx, "OutOfSkew", HELD_STATUS, t0 + 300);
         held_table_t *all[] = {&a, &b};
         held_view_t v = collect(all, 2, t0 + 400);
         cr_assert_eq(v.n, 1);
@@ -327,12 +356,12 @@ Test(held, a_hold_and_an_admission_in_one_ms_keep_their_order)
     struct sockaddr_storage x = v4("10.0.0.9");
     held_client_t cx = client(&x, "worker");
     held_table_t *all[] = {&t};
-    held_record(&t, &cx, "OutOfSkew", T0);
+    held_record(&t, &cx, "OutOfSkew", HELD_STATUS, T0);
     cr_assert(held_admit(&t, peers, 1, &cx, T0));
     held_view_t v = collect(all, 1, T0);
     cr_assert_eq(v.n_held, 0, "admitted after the hold");
     held_view_release(&v);
-    held_record(&t, &cx, "OutOfSkew", T0);
+    held_record(&t, &cx, "OutOfSkew", HELD_STATUS, T0);
     v = collect(all, 1, T0);
     cr_assert_eq(v.n_held, 1, "held after the admission");
     held_view_release(&v);
@@ -350,12 +379,12 @@ Test(held, a_hold_after_another_workers_admission_in_one_ms_wins)
     struct sockaddr_storage x = v4("10.0.0.9");
     held_client_t cx = client(&x, "worker");
     held_table_t *all[] = {&a, &b};
-    held_record(&a, &cx, "OutOfSkew", T0);
+    held_record(&a, &cx, "OutOfSkew", HELD_STATUS, T0);
     cr_assert(held_admit(&b, peers, 2, &cx, T0));
     held_view_t v = collect(all, 2, T0);
     cr_assert_eq(v.n_held, 0, "admitted after the hold");
     held_view_release(&v);
-    held_record(&a, &cx, "OutOfSkew", T0);
+    held_record(&a, &cx, "OutOfSkew", HELD_STATUS, T0);
     v = collect(all, 2, T0);
     cr_assert_eq(v.n_held, 1, "held after the admission");
     held_view_release(&v);
@@ -410,7 +439,7 @@ static size_t fill(held_table_t *t, addrs_t kind, uint32_t n, uint32_t from, uin
     for (uint32_t i = 0; i < n; i++) {
         struct sockaddr_storage a = nth_addr(kind, from + i, &rng);
         held_client_t c = client(&a, "worker");
-        held_record(t, &c, "OutOfSkew", now);
+        held_record(t, &c, "OutOfSkew", HELD_STATUS, now);
     }
     held_table_t *all[] = {t};
     held_view_t v = collect(all, 1, now);
@@ -464,23 +493,23 @@ Test(held, refusals_cannot_push_held_nodes_out)
     cr_assert_eq(held_table_init(&t, max, 15 * MIN), 0);
     struct sockaddr_storage before = v4("10.9.0.1"), after = v4("10.9.0.2");
     held_client_t cb = client(&before, "worker"), ca = client(&after, "master");
-    held_record(&t, &cb, "OutOfSkew", T0);
+    held_record(&t, &cb, "OutOfSkew", HELD_STATUS, T0);
     char ip[32], pool[32];
     for (int i = 0; i < 1000; i++) {
         snprintf(ip, sizeof ip, "10.1.%d.%d", i / 250, i % 250 + 1);
         snprintf(pool, sizeof pool, "pool-%d", i);
         struct sockaddr_storage a = v4(ip);
         held_client_t c = client(&a, pool);
-        held_record_refusal(&t, &c, "TokenMissing", T0 + 1);
+        held_record_refusal(&t, &c, "TokenMissing", 403, T0 + 1);
     }
     /* One address asking for many pools is one client. */
     struct sockaddr_storage one = v4("10.2.0.1");
     for (int i = 0; i < 100; i++) {
         snprintf(pool, sizeof pool, "p%d", i);
         held_client_t c = client(&one, pool);
-        held_record_refusal(&t, &c, "TokenInvalid", T0 + 2);
+        held_record_refusal(&t, &c, "TokenInvalid", 403, T0 + 2);
     }
-    held_record(&t, &ca, "OutOfSkew", T0 + 3);
+    held_record(&t, &ca, "OutOfSkew", HELD_STATUS, T0 + 3);
     held_table_t *all[] = {&t};
     held_view_t v = collect(all, 1, T0 + 4);
     cr_assert_not_null(find(&v, "10.9.0.1", "worker"), "the node held before the flood is listed");
@@ -508,7 +537,7 @@ Test(held, an_admission_ends_a_refusal_of_the_address)
     const held_table_t *peers[] = {&a, &b};
     struct sockaddr_storage x = v4("10.0.0.9");
     held_client_t refused = client(&x, "anything"), admitted = client(&x, "worker");
-    held_record_refusal(&a, &refused, "TokenMissing", T0);
+    held_record_refusal(&a, &refused, "TokenMissing", 403, T0);
     cr_assert(held_admit(&b, peers, 2, &admitted, T0 + 1000));
     held_table_t *all[] = {&a, &b};
     held_view_t v = collect(all, 2, T0 + 2000);

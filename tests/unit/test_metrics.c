@@ -163,15 +163,21 @@ Test(metrics, every_reason_has_a_name)
 
 Test(metrics, held_clients_by_pool_and_reason)
 {
-    held_entry_t entries[4] = {0};
+    held_entry_t entries[6] = {0};
     strcpy(entries[0].pool, "worker");
     strcpy(entries[0].reason, "OutOfSkew");
+    entries[0].status = HELD_STATUS;
     entries[1] = entries[0];
     entries[2] = entries[0];
     entries[2].admitted_ms = 1;     /* admitted: no longer held */
     strcpy(entries[3].pool, "in\"fra");
     strcpy(entries[3].reason, "UnknownMachine");
-    held_view_t held = {.entries = entries, .n = 4, .n_held = 3, .admitted_after_hold = 5, .overflow = 2};
+    entries[3].status = HELD_STATUS;
+    entries[4] = entries[0];
+    entries[4].status = 403;        /* reject.mode deny: turned away, not held */
+    entries[5] = entries[0];
+    entries[5].status = 200;        /* reject.mode explain: the same */
+    held_view_t held = {.entries = entries, .n = 6, .n_held = 3, .admitted_after_hold = 5, .overflow = 2};
     const metrics_worker_t *w[1] = {&workers[0]};
     metrics_gate_t g = {.verdict = &verdict, .held = &held};
     size_t len;

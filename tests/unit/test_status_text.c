@@ -40,10 +40,10 @@ Test(status_text, the_summary_of_a_held_node)
                           "limit", "ocpVersion", "4.13.0", "rhelVersion", "9.2", "source", "kubernetes",
                           "since", "2026-12-01T10:00:00Z", "lastSync", "override", "decision", "admit",
                           "until", "2026-12-01T10:30:00Z");
-    json_t *held = json_pack("{s:[{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b}], s:i, s:i, s:i, s:i}",
+    json_t *held = json_pack("{s:[{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b, s:s}], s:i, s:i, s:i, s:i}",
                              "clients", "address", "10.0.32.17", "pool", "worker", "userAgent",
                              "Ignition/2.14.0", "spec", "3.4.0", "reason", "OutOfSkew", "attempts", 38,
-                             "heldSeconds", 192, "quietSeconds", 2, "admitted", 0, "held", 1,
+                             "heldSeconds", 192, "quietSeconds", 2, "admitted", 0, "state", "held", "held", 1,
                              "admittedAfterHold", 4, "overflow", 0, "forgetAfterSeconds", 900);
     cr_assert(v && held);
     char *text = NULL;
@@ -71,10 +71,10 @@ Test(status_text, the_summary_of_a_held_node)
 Test(status_text, a_refusal_shows_a_dash_for_its_pool)
 {
     json_t *v = json_pack("{s:s, s:s}", "decision", "reject", "reason", "OutOfSkew");
-    json_t *held = json_pack("{s:[{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b}], s:i, s:i, s:i, s:i}",
+    json_t *held = json_pack("{s:[{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b, s:s}], s:i, s:i, s:i, s:i}",
                              "clients", "address", "10.0.32.9", "pool", "", "userAgent", "curl/8.5.0", "spec",
                              "unsupported", "reason", "TokenMissing", "attempts", 1, "heldSeconds", 0,
-                             "quietSeconds", 1, "admitted", 0, "held", 1, "admittedAfterHold", 0, "overflow", 0,
+                             "quietSeconds", 1, "admitted", 0, "state", "denied", "held", 0, "admittedAfterHold", 0, "overflow", 0,
                              "forgetAfterSeconds", 900);
     cr_assert(v && held);
     char *text = NULL;
@@ -82,7 +82,7 @@ Test(status_text, a_refusal_shows_a_dash_for_its_pool)
     FILE *f = open_memstream(&text, &len);
     status_print_text(f, v, NULL, held, 1796119800);
     fclose(f);
-    cr_assert_not_null(strstr(text, "\n10.0.32.9  -     curl/8.5.0  unsupported  TokenMissing  1         0s        1s ago     held\n"),
+    cr_assert_not_null(strstr(text, "\n10.0.32.9  -     curl/8.5.0  unsupported  TokenMissing  1         0s        1s ago     denied\n"),
                        "%s", text);
     free(text);
     json_decref(v);
