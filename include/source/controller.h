@@ -36,7 +36,9 @@ int verdict_ctl_start(verdict_ctl_t *ctl, source_t *source);
  * judged at once (a new snapshot goes out if the verdict or the mode
  * changed). A source given to verdict_ctl_replace_source takes over here:
  * the running one is freed and the new one's reports so far are judged
- * with this configuration, never with the one before. */
+ * with this configuration, never with the one before. Staleness is judged
+ * again against the new max_staleness, from the same last sync: a longer
+ * bound trusts a stale view again, a shorter one may make it stale now. */
 void verdict_ctl_reconfigure(verdict_ctl_t *ctl, const config_enforcement_t *cfg, reject_mode_t reject_mode);
 /* A reload with another source, before its commit: starts it beside the
  * running one (0), or frees it and changes nothing (-1). What it reports

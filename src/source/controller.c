@@ -22,6 +22,7 @@ struct verdict_ctl {
     json_t *view_object;
     bool failing;
     bool stale;
+    double stale_from;          /* wall seconds staleness counts from, while failing */
     /* The running source has confirmed a view since it started: a reload
      * that replaces the source keeps the last view as the verdict's input,
      * but ready waits for the new source's own. */
@@ -138,21 +139,40 @@ static void recompute(verdict_ctl_t *ctl)
         publish_current(ctl);
 }
 
-/* Staleness runs from the source's last confirmed view, not from its first
- * failure report: a source may notice a failure late. */
-static void arm_stale_timer(verdict_ctl_t *ctl)
+/* Stale once max_staleness has passed since stale_from; until then the
+ * timer wakes the controller at that moment. Run when a failure begins and
+ * again by each reload, whose max_staleness may be longer (a stale view is
+ * trusted again) or shorter (it may be stale already). */
+static void judge_staleness(verdict_ctl_t *ctl)
 {
+    evtimer_del(ctl->stale_timer);
+    ctl->stale = false;
+    if (!ctl->failing)
+        return;
     struct timespec now = wall_now();
     double now_s = (double)now.tv_sec + now.tv_nsec / 1e9;
-    double last = ctl->source ? source_last_sync(ctl->source) : 0;
-    double left_ms = last > 0 ? (last - now_s) * 1000 + (double)ctl->max_staleness_ms
-                              : (double)ctl->max_staleness_ms;
-    if (left_ms < 0)
-        left_ms = 0;
+    double left_ms = (ctl->stale_from - now_s) * 1000 + (double)ctl->max_staleness_ms;
     if (left_ms > (double)ctl->max_staleness_ms)
         left_ms = (double)ctl->max_staleness_ms;  /* the wall clock stepped back */
-    struct timeval delay = clock_timeval((uint64_t)left_ms);
+    if (left_ms <= 0) {
+        ctl->stale = true;
+        return;
+    }
+    struct timeval delay = clock_timeval((uint64_t)left_ms + 1);
     evtimer_add(ctl->stale_timer, &delay);
+}
+
+/* Staleness runs from the source's last confirmed view, not from its first
+ * failure report: a source may notice a failure late. A source that never
+ * confirmed one (a reload's new source failing at once; the view is still
+ * the old source's) counts from now. */
+static void begin_failing(verdict_ctl_t *ctl)
+{
+    struct timespec now = wall_now();
+    double last = ctl->source ? source_last_sync(ctl->source) : 0;
+    ctl->failing = true;
+    ctl->stale_from = last > 0 ? last : (double)now.tv_sec + now.tv_nsec / 1e9;
+    judge_staleness(ctl);
 }
 
 /* A report of the running source, judged by the caller. */
@@ -166,11 +186,9 @@ static void take_report(verdict_ctl_t *ctl, source_state_t state, json_t *object
         ctl->have_view = true;
         ctl->synced = true;
         ctl->failing = false;
-        ctl->stale = false;
-        evtimer_del(ctl->stale_timer);
+        judge_staleness(ctl);
     } else if (!ctl->failing) {
-        ctl->failing = true;
-        arm_stale_timer(ctl);
+        begin_failing(ctl);
     }
 }
 
@@ -280,8 +298,7 @@ void verdict_ctl_reconfigure(verdict_ctl_t *ctl, const config_enforcement_t *cfg
     ctl->reject_mode = reject_mode;
     if (ctl->replacement)
         adopt_replacement(ctl);
-    if (ctl->failing && !ctl->stale)
-        arm_stale_timer(ctl);
+    judge_staleness(ctl);
     recompute(ctl);
 }
 

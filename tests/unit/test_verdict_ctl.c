@@ -471,3 +471,62 @@ Test(verdict_ctl, a_replacement_that_fails_after_its_first_view_keeps_that_view)
     cr_assert(wait_for_publish(n_published), "it goes stale");
     cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
 }
+
+/* Stale under max_staleness 300ms; a reload raises it to 5 minutes, far
+ * above how long the source has been failing: the last good view is
+ * trusted again, at once, and the gate is ready. */
+Test(verdict_ctl, a_reload_that_raises_max_staleness_trusts_the_last_view_again)
+{
+    const char *why = NULL;
+    start_with(300);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    report(SOURCE_FAILING, NULL);
+    cr_assert(wait_for_publish(2));
+    cr_assert_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
+    cr_assert_not(verdict_ctl_ready(ctl, &why));
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    verdict_ctl_reconfigure(ctl, &cfg, REJECT_HOLD);
+    cr_assert_eq(n_published, 4, "the reload republishes");
+    cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW, "the last view decides again");
+    cr_expect_not(published[3]->admit);
+    cr_expect(verdict_ctl_ready(ctl, &why), "not ready: %s", why);
+    cr_expect(quiet_for(500), "stale again under the old bound");
+}
+
+/* Failing for 100ms under 5 minutes; a reload lowers it to 50ms, which has
+ * passed: stale at once, not a loop turn later. */
+Test(verdict_ctl, a_reload_that_lowers_max_staleness_below_the_failure_makes_it_stale_at_once)
+{
+    const char *why = NULL;
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    report(SOURCE_FAILING, NULL);
+    long long failed_at = now_ms();
+    cr_assert(quiet_for(100));
+    cr_assert_geq(now_ms() - failed_at, 100);
+    config_enforcement_t cfg = enforcement(NULL, 50);
+    verdict_ctl_reconfigure(ctl, &cfg, REJECT_HOLD);
+    cr_assert_eq(n_published, 3, "stale with the reload");
+    cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
+    cr_expect_not(verdict_ctl_ready(ctl, &why));
+    cr_expect(strstr(why, "max_staleness"), "why: %s", why);
+}
+
+/* Lowered to a bound not passed yet: stale when it passes, counted from
+ * the last sync (500ms after it), not from the reload (750ms). */
+Test(verdict_ctl, a_reload_that_lowers_max_staleness_counts_from_the_last_sync)
+{
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    long long synced_at = now_ms();
+    report(SOURCE_FAILING, NULL);
+    cr_assert(quiet_for(250));
+    config_enforcement_t cfg = enforcement(NULL, 500);
+    long long reloaded_at = now_ms();
+    verdict_ctl_reconfigure(ctl, &cfg, REJECT_HOLD);
+    cr_assert_eq(n_published, 2, "not stale yet");
+    cr_assert(wait_for_publish(2));
+    cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
+    cr_expect_geq(now_ms() - synced_at, 490);
+    cr_expect_lt(now_ms() - reloaded_at, 490, "counted from the reload, not the last sync");
+}
