@@ -32,14 +32,24 @@ void verdict_ctl_on_source(source_state_t state, json_t *object, void *ctl);
  * failure) and starts it. 0 or -1. */
 int verdict_ctl_start(verdict_ctl_t *ctl, source_t *source);
 
-/* A reload: new limits, policies, staleness and reject mode, judged at
- * once (a new snapshot goes out if the verdict or the mode changed). */
+/* A reload's commit: new limits, policies, staleness and reject mode,
+ * judged at once (a new snapshot goes out if the verdict or the mode
+ * changed). A source given to verdict_ctl_replace_source takes over here:
+ * the running one is freed and the new one's reports so far are judged
+ * with this configuration, never with the one before. Staleness is judged
+ * again against the new max_staleness, from the same last sync: a longer
+ * bound trusts a stale view again, a shorter one may make it stale now. */
 void verdict_ctl_reconfigure(verdict_ctl_t *ctl, const config_enforcement_t *cfg, reject_mode_t reject_mode);
-/* A reload with another source: starts it and, when it started, frees
- * the running one (0); else frees the new one and keeps the running one
- * (-1). The last view stays the verdict's input until the new source
- * reports its own. */
+/* A reload with another source, before its commit: starts it beside the
+ * running one (0), or frees it and changes nothing (-1). What it reports
+ * is kept, unjudged and unpublished, until verdict_ctl_reconfigure commits
+ * the reload or verdict_ctl_drop_replacement refuses it; the running
+ * source keeps deciding until then. After the commit the last view stays
+ * the verdict's input until the new source reports its own. */
 int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source);
+/* A reload refused after verdict_ctl_replace_source: frees the new source;
+ * nothing it reported was published. Nothing to do when none waits. */
+void verdict_ctl_drop_replacement(verdict_ctl_t *ctl);
 
 /* The admin API's override, local to this gate; active == false clears it.
  * Takes effect at once and lapses by itself at o->until. */
@@ -48,6 +58,7 @@ void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o);
 /* The latest verdict (also when only its resourceVersion moved, which does
  * not republish); valid until the next event on the controller's loop. */
 const verdict_t *verdict_ctl_current(const verdict_ctl_t *ctl);
+/* The running source (a replacement only once its reload committed). */
 const source_t *verdict_ctl_source(const verdict_ctl_t *ctl);
 /* Ready: the running source has confirmed a view since it started (a
  * reload that replaced it counts as a start) and has not been failing for

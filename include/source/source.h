@@ -54,6 +54,10 @@ const char *source_last_error(const source_t *src, double *at);
 /* For skewgate_source_reconnects_total. */
 uint64_t source_reconnects(const source_t *src);
 
+/* Where the reports go from now on: a controller keeps a reload's new
+ * source's reports aside until the reload commits. */
+void source_set_update(source_t *src, source_update_fn update, void *arg);
+
 /* For implementations. */
 void source_init(source_t *src, const source_ops_t *ops, struct event_base *base,
                  source_update_fn update, void *arg);

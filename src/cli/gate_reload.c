@@ -1,8 +1,9 @@
 /* gate_reload: SIGHUP. The new file is loaded beside the running
  * configuration and everything that can fail is built first (checked
  * files, TLS contexts, the sockets of added listeners, one message per
- * worker, the new verdict source); only then is it committed, which
- * cannot fail: the controller takes the new limits and reject mode, each
+ * worker, the new verdict source, started but not yet heard); only then is
+ * it committed, which cannot fail: the controller takes the new source,
+ * limits and reject mode together and judges them once, each
  * worker gets its message and switches between two events, and the
  * reload counts as done when every worker has acknowledged it. A refused
  * reload leaves nothing changed. */
@@ -30,6 +31,7 @@ typedef struct reload_plan {
     struct sockaddr_storage bound[CONFIG_MAX_LISTENERS];
     worker_reload_t **msgs;                     /* one per worker */
     unsigned n_msgs;
+    const char *new_source_kind;                /* a new verdict source waits for the commit */
 } reload_plan_t;
 
 static void plan_discard(reload_plan_t *p)
@@ -119,17 +121,19 @@ static int plan_listeners(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
     return 0;
 }
 
-/* Last of the steps that may fail: a new source reports to the
- * controller as soon as it starts. */
+/* A new source starts now and may report at once; the controller keeps
+ * that report until the commit, so that it is judged with the new limits
+ * and mode, and drops the source if the reload is refused. */
 static int plan_source(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 {
     if (config_source_same(&g->cfg->enforcement, &p->cfg->enforcement))
         return 0;
-    if (verdict_ctl_replace_source(g->ctl, gate_new_source(g, p->cfg)) < 0) {
+    source_t *src = gate_new_source(g, p->cfg);
+    if (verdict_ctl_replace_source(g->ctl, src) < 0) {
         snprintf(err, errlen, "enforcement: the new verdict source did not start");
         return -1;
     }
-    log_msg(LOG_INFO, "reload", "verdict source now %s", source_kind(verdict_ctl_source(g->ctl)));
+    p->new_source_kind = source_kind(src);
     return 0;
 }
 
@@ -143,6 +147,8 @@ static void reload_refused(gate_t *g, const char *why)
 /* Cannot fail: from here on the new configuration is the gate's. */
 static void reload_commit(gate_t *g, reload_plan_t *p)
 {
+    if (p->new_source_kind)
+        log_msg(LOG_INFO, "reload", "verdict source now %s", p->new_source_kind);
     verdict_ctl_reconfigure(g->ctl, &p->cfg->enforcement, p->cfg->gate.reject_mode);
     log_set_level(p->cfg->log.level);
     if (g->admin)
@@ -192,6 +198,8 @@ void gate_reload(gate_t *g)
         char named[2 * CONFIG_ERR_LEN];
         bool unnamed = p.cfg && strncmp(err, p.cfg->path, strlen(p.cfg->path));
         snprintf(named, sizeof named, "%s%s%s", unnamed ? p.cfg->path : "", unnamed ? ": " : "", err);
+        if (p.new_source_kind)
+            verdict_ctl_drop_replacement(g->ctl);
         plan_discard(&p);
         reload_refused(g, named);
         return;

@@ -22,10 +22,22 @@ struct verdict_ctl {
     json_t *view_object;
     bool failing;
     bool stale;
+    double stale_from;          /* wall seconds staleness counts from, while failing */
     /* The running source has confirmed a view since it started: a reload
      * that replaces the source keeps the last view as the verdict's input,
      * but ready waits for the new source's own. */
     bool synced;
+
+    /* A reload's new source, started beside the running one: what it
+     * reports is kept here, unjudged, until the commit judges it with the
+     * reload's limits and mode (verdict_ctl_reconfigure) or a refusal
+     * drops it. The last good view it reported, and whether a failure
+     * came after it (or without one). */
+    source_t *replacement;
+    bool replacement_has_view;
+    source_state_t replacement_state;
+    json_t *replacement_object;
+    bool replacement_failing;
 
     bool have_settled;
     decision_t settled;         /* kept through BootImageControllerProgressing */
@@ -127,26 +139,45 @@ static void recompute(verdict_ctl_t *ctl)
         publish_current(ctl);
 }
 
-/* Staleness runs from the source's last confirmed view, not from its first
- * failure report: a source may notice a failure late. */
-static void arm_stale_timer(verdict_ctl_t *ctl)
+/* Stale once max_staleness has passed since stale_from; until then the
+ * timer wakes the controller at that moment. Run when a failure begins and
+ * again by each reload, whose max_staleness may be longer (a stale view is
+ * trusted again) or shorter (it may be stale already). */
+static void judge_staleness(verdict_ctl_t *ctl)
 {
+    evtimer_del(ctl->stale_timer);
+    ctl->stale = false;
+    if (!ctl->failing)
+        return;
     struct timespec now = wall_now();
     double now_s = (double)now.tv_sec + now.tv_nsec / 1e9;
-    double last = ctl->source ? source_last_sync(ctl->source) : 0;
-    double left_ms = last > 0 ? (last - now_s) * 1000 + (double)ctl->max_staleness_ms
-                              : (double)ctl->max_staleness_ms;
-    if (left_ms < 0)
-        left_ms = 0;
+    double left_ms = (ctl->stale_from - now_s) * 1000 + (double)ctl->max_staleness_ms;
     if (left_ms > (double)ctl->max_staleness_ms)
         left_ms = (double)ctl->max_staleness_ms;  /* the wall clock stepped back */
-    struct timeval delay = clock_timeval((uint64_t)left_ms);
+    if (left_ms <= 0) {
+        ctl->stale = true;
+        return;
+    }
+    struct timeval delay = clock_timeval((uint64_t)left_ms + 1);
     evtimer_add(ctl->stale_timer, &delay);
 }
 
-void verdict_ctl_on_source(source_state_t state, json_t *object, void *arg)
+/* Staleness runs from the source's last confirmed view, not from its first
+ * failure report: a source may notice a failure late. A source that never
+ * confirmed one (a reload's new source failing at once; the view is still
+ * the old source's) counts from now. */
+static void begin_failing(verdict_ctl_t *ctl)
 {
-    verdict_ctl_t *ctl = arg;
+    struct timespec now = wall_now();
+    double last = ctl->source ? source_last_sync(ctl->source) : 0;
+    ctl->failing = true;
+    ctl->stale_from = last > 0 ? last : (double)now.tv_sec + now.tv_nsec / 1e9;
+    judge_staleness(ctl);
+}
+
+/* A report of the running source, judged by the caller. */
+static void take_report(verdict_ctl_t *ctl, source_state_t state, json_t *object)
+{
     if (state == SOURCE_PRESENT || state == SOURCE_ABSENT) {
         json_t *kept = state == SOURCE_PRESENT ? json_incref(object) : NULL;
         json_decref(ctl->view_object);
@@ -155,13 +186,58 @@ void verdict_ctl_on_source(source_state_t state, json_t *object, void *arg)
         ctl->have_view = true;
         ctl->synced = true;
         ctl->failing = false;
-        ctl->stale = false;
-        evtimer_del(ctl->stale_timer);
+        judge_staleness(ctl);
     } else if (!ctl->failing) {
-        ctl->failing = true;
-        arm_stale_timer(ctl);
+        begin_failing(ctl);
     }
+}
+
+void verdict_ctl_on_source(source_state_t state, json_t *object, void *arg)
+{
+    verdict_ctl_t *ctl = arg;
+    take_report(ctl, state, object);
     recompute(ctl);
+}
+
+/* The reports of a reload's new source until the commit: kept, not judged,
+ * so that no verdict goes out from the new source and the old limits. */
+static void on_replacement_report(source_state_t state, json_t *object, void *arg)
+{
+    verdict_ctl_t *ctl = arg;
+    if (state == SOURCE_PRESENT || state == SOURCE_ABSENT) {
+        json_t *kept = state == SOURCE_PRESENT ? json_incref(object) : NULL;
+        json_decref(ctl->replacement_object);
+        ctl->replacement_object = kept;
+        ctl->replacement_state = state;
+        ctl->replacement_has_view = true;
+        ctl->replacement_failing = false;
+    } else {
+        ctl->replacement_failing = true;
+    }
+}
+
+static void forget_replacement(verdict_ctl_t *ctl)
+{
+    json_decref(ctl->replacement_object);
+    ctl->replacement_object = NULL;
+    ctl->replacement_has_view = false;
+    ctl->replacement_failing = false;
+    ctl->replacement = NULL;
+}
+
+/* The commit: the new source becomes the running one and what it reported
+ * while the reload was being built is taken as if it came now. */
+static void adopt_replacement(verdict_ctl_t *ctl)
+{
+    source_free(ctl->source);
+    ctl->source = ctl->replacement;
+    source_set_update(ctl->source, verdict_ctl_on_source, ctl);
+    ctl->synced = false;
+    if (ctl->replacement_has_view)
+        take_report(ctl, ctl->replacement_state, ctl->replacement_object);
+    if (ctl->replacement_failing)
+        take_report(ctl, SOURCE_FAILING, NULL);
+    forget_replacement(ctl);
 }
 
 static void on_stale(evutil_socket_t fd, short what, void *arg)
@@ -220,8 +296,9 @@ void verdict_ctl_reconfigure(verdict_ctl_t *ctl, const config_enforcement_t *cfg
     ctl->policy = cfg->policy;
     ctl->max_staleness_ms = cfg->max_staleness_ms;
     ctl->reject_mode = reject_mode;
-    if (ctl->failing && !ctl->stale)
-        arm_stale_timer(ctl);
+    if (ctl->replacement)
+        adopt_replacement(ctl);
+    judge_staleness(ctl);
     recompute(ctl);
 }
 
@@ -229,18 +306,20 @@ int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source)
 {
     if (!source)
         return -1;
-    source_t *running = ctl->source;
-    bool was_synced = ctl->synced;
-    ctl->source = source;
-    ctl->synced = false;    /* the new source may report before source_start returns */
+    verdict_ctl_drop_replacement(ctl);
+    ctl->replacement = source;
+    source_set_update(source, on_replacement_report, ctl);
     if (source_start(source) < 0) {
-        ctl->source = running;
-        ctl->synced = was_synced;
-        source_free(source);
+        verdict_ctl_drop_replacement(ctl);
         return -1;
     }
-    source_free(running);
     return 0;
+}
+
+void verdict_ctl_drop_replacement(verdict_ctl_t *ctl)
+{
+    source_free(ctl->replacement);
+    forget_replacement(ctl);
 }
 
 void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o)
@@ -276,6 +355,7 @@ void verdict_ctl_free(verdict_ctl_t *ctl)
     if (!ctl)
         return;
     source_free(ctl->source);
+    verdict_ctl_drop_replacement(ctl);
     if (ctl->stale_timer)
         event_free(ctl->stale_timer);
     if (ctl->override_timer)

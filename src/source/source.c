@@ -9,6 +9,12 @@ void source_init(source_t *src, const source_ops_t *ops, struct event_base *base
     *src = (source_t){.ops = ops, .base = base, .update = update, .arg = arg};
 }
 
+void source_set_update(source_t *src, source_update_fn update, void *arg)
+{
+    src->update = update;
+    src->arg = arg;
+}
+
 int source_start(source_t *src) { return src->ops->start(src); }
 
 void source_free(source_t *src)

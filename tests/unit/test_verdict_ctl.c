@@ -11,19 +11,32 @@
 #define TICK_MS 20
 #define MAX_PUBLISHED 16
 
-/* A source the test drives by hand. */
+/* A source the test drives by hand; it may report from within its start,
+ * as the file source does: at_start (if set), then a failure if
+ * fail_at_start. */
 typedef struct fake_source {
     source_t base;
     bool started;
+    json_t *at_start;
+    bool fail_at_start;
 } fake_source_t;
 
 static int fake_start(source_t *src)
 {
-    ((fake_source_t *)src)->started = true;
+    fake_source_t *f = (fake_source_t *)src;
+    f->started = true;
+    if (f->at_start)
+        source_report(src, SOURCE_PRESENT, f->at_start);
+    if (f->fail_at_start)
+        source_report(src, SOURCE_FAILING, f->at_start);
     return 0;
 }
 
-static void fake_destroy(source_t *src) { free(src); }
+static void fake_destroy(source_t *src)
+{
+    json_decref(((fake_source_t *)src)->at_start);
+    free(src);
+}
 
 static const source_ops_t fake_ops = {"fake", fake_start, fake_destroy, NULL};
 
@@ -309,16 +322,50 @@ Test(verdict_ctl, a_reload_republishes_for_a_new_mode_or_limit_only)
     cr_expect(published[3]->admit, "4.12.0 meets a limit of 4.12.0");
 }
 
+/* ---- reloads: a new source, a new max_staleness */
+
+/* The enforcement section of a reload: the defaults, OCP limit ocp (NULL:
+ * the default 4.13.0), max_staleness. */
+static config_enforcement_t enforcement(const char *ocp, uint64_t max_staleness_ms)
+{
+    config_enforcement_t cfg = {.source = SOURCE_KIND_FILE, .max_staleness_ms = max_staleness_ms};
+    verdict_limits_default(&cfg.limits);
+    verdict_policy_default(&cfg.policy);
+    if (ocp)
+        cr_assert_eq(version_parse_ocp(ocp, &cfg.limits.ocp), 0);
+    return cfg;
+}
+
+/* A reload's new source, not started. */
+static fake_source_t *next_source(json_t *at_start, bool fail_at_start)
+{
+    fake_source_t *next = calloc(1, sizeof *next);
+    cr_assert_not_null(next);
+    source_init(&next->base, &fake_ops, base, verdict_ctl_on_source, ctl);
+    next->at_start = at_start;
+    next->fail_at_start = fail_at_start;
+    return next;
+}
+
+/* gate_reload's order: the new source starts while the reload is built,
+ * the commit comes after. The old one is freed at the commit (ASan: no
+ * leak, no use after free). */
+static void replace_and_commit(fake_source_t *next, const config_enforcement_t *cfg, reject_mode_t mode)
+{
+    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
+    cr_expect(next->started);
+    verdict_ctl_reconfigure(ctl, cfg, mode);
+    fake = next;
+    cr_expect_eq(verdict_ctl_source(ctl), &next->base);
+}
+
 Test(verdict_ctl, a_new_source_replaces_the_running_one_and_its_view_stays_until_it_reports)
 {
     start_with(300000);
     report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
-    fake_source_t *next = calloc(1, sizeof *next);
-    source_init(&next->base, &fake_ops, base, verdict_ctl_on_source, ctl);
-    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
-    fake = next;   /* the old one is freed (ASan: no leak, no use after free) */
-    cr_expect(next->started);
-    cr_expect_eq(verdict_ctl_source(ctl), &next->base);
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
+    cr_expect_eq(n_published, 2, "nothing new to publish");
     cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW, "the last view stays");
     report(SOURCE_PRESENT, manual_ocp("7", "4.18.0"));
     cr_expect_eq(last()->reason, REASON_COMPLIANT);
@@ -334,10 +381,8 @@ Test(verdict_ctl, a_replaced_source_is_not_ready_until_it_syncs)
     cr_expect_not(verdict_ctl_ready(ctl, &why), "a fresh start is not ready");
     report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
     cr_assert(verdict_ctl_ready(ctl, &why), "synced");
-    fake_source_t *next = calloc(1, sizeof *next);
-    source_init(&next->base, &fake_ops, base, verdict_ctl_on_source, ctl);
-    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
-    fake = next;
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
     cr_expect_not(verdict_ctl_ready(ctl, &why), "the new source has not synced");
     cr_expect(strstr(why, "has not synced"), "why: %s", why);
     report(SOURCE_FAILING, NULL);
@@ -348,26 +393,140 @@ Test(verdict_ctl, a_replaced_source_is_not_ready_until_it_syncs)
 }
 
 /* A new source that reports during its start is synced at once. */
-static int fake_start_reporting(source_t *src)
-{
-    ((fake_source_t *)src)->started = true;
-    json_t *obj = manual_ocp("9", "4.18.0");
-    source_report(src, SOURCE_PRESENT, obj);
-    json_decref(obj);
-    return 0;
-}
-
-static const source_ops_t fake_reporting_ops = {"fake", fake_start_reporting, fake_destroy, NULL};
-
 Test(verdict_ctl, a_replaced_source_that_reports_while_starting_is_ready)
 {
     const char *why = NULL;
     start_with(300000);
     report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
-    fake_source_t *next = calloc(1, sizeof *next);
-    source_init(&next->base, &fake_reporting_ops, base, verdict_ctl_on_source, ctl);
-    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
-    fake = next;
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    replace_and_commit(next_source(manual_ocp("9", "4.18.0"), false), &cfg, REJECT_HOLD);
     cr_expect(verdict_ctl_ready(ctl, &why), "not ready: %s", why);
     cr_expect_eq(last()->reason, REASON_COMPLIANT);
+}
+
+/* One reload switches to a source whose object (OCP 4.12.0) is out of skew
+ * under the running limit (4.13.0) and lowers the limit to 4.12.0, with
+ * reject.mode deny. The new source reports while it starts, before the
+ * commit: judged then, with the old limit, it went out as a reject that a
+ * node could get as 403 until the commit replaced it. Only the new
+ * configuration's verdict may be published. */
+Test(verdict_ctl, a_new_source_is_judged_only_with_its_reloads_limits_and_mode)
+{
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.18.0"));
+    cr_assert_eq(n_published, 2);
+    cr_assert(published[1]->admit);
+    fake_source_t *next = next_source(manual_ocp("9", "4.12.0"), false);
+    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
+    cr_expect(next->started);
+    cr_expect_eq(n_published, 2, "published before the commit: %s %s",
+                 decision_name(last()->decision), verdict_reason_name(last()->reason));
+    cr_expect_neq(verdict_ctl_source(ctl), &next->base, "the running source decides until the commit");
+    config_enforcement_t cfg = enforcement("4.12.0", 300000);
+    verdict_ctl_reconfigure(ctl, &cfg, REJECT_DENY);
+    fake = next;
+    cr_expect_eq(verdict_ctl_source(ctl), &next->base);
+    for (int i = 0; i < n_published; i++)
+        cr_expect(published[i]->admit, "snapshot %d rejects: %s", i,
+                  verdict_reason_name(published[i]->verdict.reason));
+    cr_assert_eq(n_published, 3, "one snapshot for the reload");
+    cr_expect_eq(last()->reason, REASON_COMPLIANT);
+    cr_expect_str_eq(last()->resource_version, "9", "judged from the new source's object");
+    cr_expect_eq(published[2]->mode, REJECT_DENY);
+}
+
+/* A reload refused after its source step: the new source goes, and what
+ * it reported was never published; the running one keeps deciding. */
+Test(verdict_ctl, a_refused_reload_leaves_the_running_source_and_its_verdict)
+{
+    const char *why = NULL;
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.18.0"));
+    fake_source_t *running = fake;
+    fake_source_t *next = next_source(manual_ocp("9", "4.12.0"), false);
+    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
+    verdict_ctl_drop_replacement(ctl);     /* frees next (ASan: no leak) */
+    cr_expect_eq(n_published, 2, "nothing published");
+    cr_expect_eq(verdict_ctl_source(ctl), &running->base);
+    cr_expect(verdict_ctl_ready(ctl, &why), "not ready: %s", why);
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    verdict_ctl_reconfigure(ctl, &cfg, REJECT_HOLD);
+    cr_expect_eq(n_published, 2, "a later reload finds no replacement to take");
+    cr_expect_eq(verdict_ctl_source(ctl), &running->base);
+    report(SOURCE_PRESENT, manual_ocp("2", "4.12.0"));
+    cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW, "the running source is still heard");
+    verdict_ctl_drop_replacement(ctl);     /* none waits: nothing to do */
+    cr_expect_eq(verdict_ctl_source(ctl), &running->base);
+}
+
+/* A new source that read an object and failed right after, both while
+ * starting: its object is the view (trusted until stale) and it is failing. */
+Test(verdict_ctl, a_replacement_that_fails_after_its_first_view_keeps_that_view)
+{
+    start_with(300);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.18.0"));
+    config_enforcement_t cfg = enforcement(NULL, 300);
+    replace_and_commit(next_source(manual_ocp("9", "4.12.0"), true), &cfg, REJECT_HOLD);
+    cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW, "the new source's view decides");
+    cr_assert(wait_for_publish(n_published), "it goes stale");
+    cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
+}
+
+/* Stale under max_staleness 300ms; a reload raises it to 5 minutes, far
+ * above how long the source has been failing: the last good view is
+ * trusted again, at once, and the gate is ready. */
+Test(verdict_ctl, a_reload_that_raises_max_staleness_trusts_the_last_view_again)
+{
+    const char *why = NULL;
+    start_with(300);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    report(SOURCE_FAILING, NULL);
+    cr_assert(wait_for_publish(2));
+    cr_assert_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
+    cr_assert_not(verdict_ctl_ready(ctl, &why));
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    verdict_ctl_reconfigure(ctl, &cfg, REJECT_HOLD);
+    cr_assert_eq(n_published, 4, "the reload republishes");
+    cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW, "the last view decides again");
+    cr_expect_not(published[3]->admit);
+    cr_expect(verdict_ctl_ready(ctl, &why), "not ready: %s", why);
+    cr_expect(quiet_for(500), "stale again under the old bound");
+}
+
+/* Failing for 100ms under 5 minutes; a reload lowers it to 50ms, which has
+ * passed: stale at once, not a loop turn later. */
+Test(verdict_ctl, a_reload_that_lowers_max_staleness_below_the_failure_makes_it_stale_at_once)
+{
+    const char *why = NULL;
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    report(SOURCE_FAILING, NULL);
+    long long failed_at = now_ms();
+    cr_assert(quiet_for(100));
+    cr_assert_geq(now_ms() - failed_at, 100);
+    config_enforcement_t cfg = enforcement(NULL, 50);
+    verdict_ctl_reconfigure(ctl, &cfg, REJECT_HOLD);
+    cr_assert_eq(n_published, 3, "stale with the reload");
+    cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
+    cr_expect_not(verdict_ctl_ready(ctl, &why));
+    cr_expect(strstr(why, "max_staleness"), "why: %s", why);
+}
+
+/* Lowered to a bound not passed yet: stale when it passes, counted from
+ * the last sync (500ms after it), not from the reload (750ms). */
+Test(verdict_ctl, a_reload_that_lowers_max_staleness_counts_from_the_last_sync)
+{
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    long long synced_at = now_ms();
+    report(SOURCE_FAILING, NULL);
+    cr_assert(quiet_for(250));
+    config_enforcement_t cfg = enforcement(NULL, 500);
+    long long reloaded_at = now_ms();
+    verdict_ctl_reconfigure(ctl, &cfg, REJECT_HOLD);
+    cr_assert_eq(n_published, 2, "not stale yet");
+    cr_assert(wait_for_publish(2));
+    cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
+    cr_expect_geq(now_ms() - synced_at, 490);
+    cr_expect_lt(now_ms() - reloaded_at, 490, "counted from the reload, not the last sync");
 }
