@@ -60,6 +60,9 @@ void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o);
 const verdict_t *verdict_ctl_current(const verdict_ctl_t *ctl);
 /* The running source (a replacement only once its reload committed). */
 const source_t *verdict_ctl_source(const verdict_ctl_t *ctl);
+/* skewgate_source_reconnects_total: the running source's reconnects and
+ * those of every source a reload replaced before it. */
+uint64_t verdict_ctl_reconnects(const verdict_ctl_t *ctl);
 /* Ready: the running source has confirmed a view since it started (a
  * reload that replaced it counts as a start) and has not been failing for
  * longer than max_staleness. When not, *why says which. */

@@ -44,7 +44,7 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
     metrics_gate_t g = {
         .verdict = verdict_ctl_current(s->ctl),
         .source_last_sync = src ? source_last_sync(src) : 0,
-        .source_reconnects = src ? source_reconnects(src) : 0,
+        .source_reconnects = verdict_ctl_reconnects(s->ctl),
         .held = &held,
         .reloads_success = s->reloads ? s->reloads->success : 0,
         .reloads_failure = s->reloads ? s->reloads->failure : 0,

@@ -27,6 +27,10 @@ struct verdict_ctl {
      * that replaces the source keeps the last view as the verdict's input,
      * but ready waits for the new source's own. */
     bool synced;
+    /* Reconnects of the sources a reload replaced: the counter the
+     * metrics show goes on across a reload instead of falling to 0,
+     * which Prometheus would read as a restart. */
+    uint64_t reconnects_before;
 
     /* A reload's new source, started beside the running one: what it
      * reports is kept here, unjudged, until the commit judges it with the
@@ -229,6 +233,8 @@ static void forget_replacement(verdict_ctl_t *ctl)
  * while the reload was being built is taken as if it came now. */
 static void adopt_replacement(verdict_ctl_t *ctl)
 {
+    if (ctl->source)
+        ctl->reconnects_before += source_reconnects(ctl->source);
     source_free(ctl->source);
     ctl->source = ctl->replacement;
     source_set_update(ctl->source, verdict_ctl_on_source, ctl);
@@ -331,6 +337,11 @@ void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o)
 const verdict_t *verdict_ctl_current(const verdict_ctl_t *ctl) { return &ctl->current; }
 
 const source_t *verdict_ctl_source(const verdict_ctl_t *ctl) { return ctl->source; }
+
+uint64_t verdict_ctl_reconnects(const verdict_ctl_t *ctl)
+{
+    return ctl->reconnects_before + (ctl->source ? source_reconnects(ctl->source) : 0);
+}
 
 bool verdict_ctl_ready(const verdict_ctl_t *ctl, const char **why)
 {

@@ -19,6 +19,7 @@ typedef struct fake_source {
     bool started;
     json_t *at_start;
     bool fail_at_start;
+    uint64_t reconnects;
 } fake_source_t;
 
 static int fake_start(source_t *src)
@@ -38,7 +39,12 @@ static void fake_destroy(source_t *src)
     free(src);
 }
 
-static const source_ops_t fake_ops = {"fake", fake_start, fake_destroy, NULL};
+static uint64_t fake_reconnects(const source_t *src)
+{
+    return ((const fake_source_t *)src)->reconnects;
+}
+
+static const source_ops_t fake_ops = {"fake", fake_start, fake_destroy, fake_reconnects};
 
 static struct event_base *base;
 static struct event *tick;
@@ -529,4 +535,25 @@ Test(verdict_ctl, a_reload_that_lowers_max_staleness_counts_from_the_last_sync)
     cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
     cr_expect_geq(now_ms() - synced_at, 490);
     cr_expect_lt(now_ms() - reloaded_at, 490, "counted from the reload, not the last sync");
+}
+
+/* skewgate_source_reconnects_total is a counter: a reload that replaces
+ * the source must not take it back to 0 (Prometheus reads a fall as a
+ * restart), nor a refused reload add the replacement's. */
+Test(verdict_ctl, the_reconnects_go_on_across_a_reload_that_replaces_the_source)
+{
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    fake->reconnects = 5;
+    cr_expect_eq(verdict_ctl_reconnects(ctl), 5);
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    fake_source_t *dropped = next_source(NULL, false);
+    dropped->reconnects = 100;
+    cr_assert_eq(verdict_ctl_replace_source(ctl, &dropped->base), 0);
+    verdict_ctl_drop_replacement(ctl);
+    cr_expect_eq(verdict_ctl_reconnects(ctl), 5, "a refused reload's source counted");
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
+    cr_expect_eq(verdict_ctl_reconnects(ctl), 5, "the count fell at the reload");
+    fake->reconnects = 2;
+    cr_expect_eq(verdict_ctl_reconnects(ctl), 7);
 }
