@@ -1,11 +1,11 @@
 /* gate_reload: SIGHUP. The new file is loaded beside the running
  * configuration and everything that can fail is built first (checked
  * files, TLS contexts, the sockets of added listeners, one message per
- * worker, the new verdict source); only then is it committed, which
- * cannot fail: the controller takes the new limits and reject mode, each
- * worker gets its message and switches between two events, and the
- * reload counts as done when every worker has acknowledged it. A refused
- * reload leaves nothing changed. */
+ * worker, a new admission.machines watch, the new verdict source); only
+ * then is it committed, which cannot fail: the controller takes the new
+ * limits and reject mode, each worker gets its message and switches
+ * between two events, and the reload counts as done when every worker has
+ * acknowledged it. A refused reload leaves nothing changed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +30,11 @@ typedef struct reload_plan {
     struct sockaddr_storage bound[CONFIG_MAX_LISTENERS];
     worker_reload_t **msgs;                     /* one per worker */
     unsigned n_msgs;
+    /* admission.machines against a new connection (plan_machines), the
+     * empty set that holds every client until it has listed, and why. */
+    machines_watch_t *machines;
+    addrset_t *no_addresses;
+    char machines_why[CONFIG_ERR_LEN];
 } reload_plan_t;
 
 static void plan_discard(reload_plan_t *p)
@@ -40,6 +45,8 @@ static void plan_discard(reload_plan_t *p)
     for (size_t l = 0; l < CONFIG_MAX_LISTENERS; l++)
         SSL_CTX_free(p->listener_tls[l]);
     SSL_CTX_free(p->upstream_tls);
+    machines_watch_free(p->machines);
+    addrset_unref(p->no_addresses);
     config_unref(p->cfg);
 }
 
@@ -119,6 +126,47 @@ static int plan_listeners(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
     return 0;
 }
 
+/* admission.machines follows the Kubernetes connection as the source
+ * does: another server, CA or token path, verification or watch timeout,
+ * and a new watch is started now against the new configuration (the old
+ * one, and the addresses it published, go at the commit); otherwise the
+ * running watch stays. Before plan_source, which cannot be undone. */
+static int plan_machines(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
+{
+    if (!g->machines)
+        return 0;
+    int outdated = machines_watch_outdated(g->machines, p->cfg, p->machines_why, sizeof p->machines_why);
+    if (outdated < 0) {
+        snprintf(err, errlen, "admission.machines: %.400s", p->machines_why);
+        return -1;
+    }
+    if (!outdated)
+        return 0;
+    addrset_builder_t none = {0};
+    if (!(p->no_addresses = addrset_build(&none))) {
+        snprintf(err, errlen, "admission.machines: out of memory");
+        return -1;
+    }
+    p->machines = gate_new_machines(g, p->cfg, err, errlen);
+    return p->machines ? 0 : -1;
+}
+
+/* The new watch's first publish comes a loop turn later at the earliest;
+ * the empty set goes before the workers' reload messages, so no request
+ * judged after the reload's acknowledgement sees the old addresses. */
+static void commit_machines(gate_t *g, reload_plan_t *p)
+{
+    if (!p->machines)
+        return;
+    machines_watch_free(g->machines);
+    g->machines = p->machines;
+    p->machines = NULL;
+    gate_publish_addrset(p->no_addresses, g);
+    p->no_addresses = NULL;
+    log_msg(LOG_INFO, "reload", "admission.machines: %s: the Machines and Nodes watch starts again; "
+            "every client is held (UnknownMachine) until it has listed", p->machines_why);
+}
+
 /* Last of the steps that may fail: a new source reports to the
  * controller as soon as it starts. */
 static int plan_source(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
@@ -149,6 +197,7 @@ static void reload_commit(gate_t *g, reload_plan_t *p)
         admin_set_request_timeout(g->admin, p->cfg->limits.header_timeout_ms);
     if (g->metrics)
         metrics_listener_set_request_timeout(g->metrics, p->cfg->limits.header_timeout_ms);
+    commit_machines(g, p);
     g->acks_pending = g->n_workers;
     for (unsigned w = 0; w < g->n_workers; w++) {
         worker_publish_reload(&g->workers[w], p->msgs[w]);
@@ -186,7 +235,7 @@ void gate_reload(gate_t *g)
     if (!p.cfg || check_config_files(p.cfg, err, sizeof err) < 0 ||
         config_restart_needed(g->cfg, p.cfg, err, sizeof err) < 0 || plan_tls(&p, err, sizeof err) < 0 ||
         plan_messages(g, &p, err, sizeof err) < 0 || plan_listeners(g, &p, err, sizeof err) < 0 ||
-        plan_source(g, &p, err, sizeof err) < 0) {
+        plan_machines(g, &p, err, sizeof err) < 0 || plan_source(g, &p, err, sizeof err) < 0) {
         /* config_load names the file:line:column itself; the later steps
          * are named after the file too. */
         char named[2 * CONFIG_ERR_LEN];
