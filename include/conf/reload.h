@@ -31,7 +31,8 @@ bool config_source_same(const config_enforcement_t *a, const config_enforcement_
 /* The same API server, reached the same way (server, CA and token file
  * paths, verification, watch timeout; not which MachineConfiguration):
  * what the Kubernetes source and the admission.machines watch connect
- * with. */
+ * with. The paths only: whether the CA file still holds what was loaded
+ * from it is the running holder's to say (kube_api_ca_changed). */
 bool config_kube_same(const config_source_kube_t *a, const config_source_kube_t *b);
 
 /* The loaded configuration and the reloads so far (GET /config,

@@ -11,8 +11,8 @@
  * workers hold every client until then. While a watch fails, the last
  * set stays published (the reflector relists and catches up).
  *
- * A reload that changes the connection (enforcement.kubernetes:
- * machines_watch_outdated) gets a new watch in
+ * A reload that changes the connection (enforcement.kubernetes, or the
+ * contents of its CA file: machines_watch_outdated) gets a new watch in
  * place of this one, against the new configuration; the gate then
  * publishes an empty set, so that until the new watch's first full list
  * every client is held, as at start (cli/gate_reload.c). */
@@ -40,8 +40,9 @@ int machines_watch_start(machines_watch_t *m, char *err, size_t errlen);
 void machines_watch_free(machines_watch_t *m);
 /* Whether a started watch talks to another API server, or another way,
  * than cfg says: 1 when cfg's enforcement.kubernetes differs from the
- * watch's (config_kube_same), with which in why; 0 when the watch can
- * stay; -1 with why when that cannot be told. */
+ * watch's (config_kube_same) or its CA file holds other bytes than were
+ * loaded (kube_api_ca_changed), with which in why; 0 when the watch can
+ * stay; -1 with why when the CA file cannot be read. */
 int machines_watch_outdated(const machines_watch_t *m, const config_t *cfg, char *why, size_t len);
 
 /* The RBAC rules cfg needs of the API server, as `skewgate check` prints

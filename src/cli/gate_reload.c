@@ -128,9 +128,12 @@ static int plan_listeners(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 
 /* admission.machines follows the Kubernetes connection as the source
  * does: another server, CA or token path, verification or watch timeout,
- * and a new watch is started now against the new configuration (the old
- * one, and the addresses it published, go at the commit); otherwise the
- * running watch stays. Before plan_source, which cannot be undone. */
+ * or new bytes in the CA file, and a new watch is started now against the
+ * new configuration (the old one, and the addresses it published, go at
+ * the commit); otherwise the running watch stays. Before plan_source,
+ * which cannot be undone. A CA file that cannot be read refuses the
+ * reload (check_config_files has just read it, so a race): it is the
+ * file the next start needs. */
 static int plan_machines(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 {
     if (!g->machines)
@@ -168,16 +171,23 @@ static void commit_machines(gate_t *g, reload_plan_t *p)
 }
 
 /* Last of the steps that may fail: a new source reports to the
- * controller as soon as it starts. */
+ * controller as soon as it starts. The same settings keep the source
+ * unless a file it read once (its CA) has changed; one that cannot be
+ * read refuses the reload, as in plan_machines. */
 static int plan_source(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 {
-    if (config_source_same(&g->cfg->enforcement, &p->cfg->enforcement))
-        return 0;
+    bool same = config_source_same(&g->cfg->enforcement, &p->cfg->enforcement);
+    if (same) {
+        int changed = source_files_changed(verdict_ctl_source(g->ctl), err, errlen);
+        if (changed <= 0)
+            return changed;
+    }
     if (verdict_ctl_replace_source(g->ctl, gate_new_source(g, p->cfg)) < 0) {
         snprintf(err, errlen, "enforcement: the new verdict source did not start");
         return -1;
     }
-    log_msg(LOG_INFO, "reload", "verdict source now %s", source_kind(verdict_ctl_source(g->ctl)));
+    log_msg(LOG_INFO, "reload", "verdict source now %s%s", source_kind(verdict_ctl_source(g->ctl)),
+            same ? " (the same settings; its CA file changed)" : "");
     return 0;
 }
 

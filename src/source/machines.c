@@ -296,7 +296,12 @@ int machines_watch_outdated(const machines_watch_t *m, const config_t *cfg, char
         snprintf(why, len, "enforcement.kubernetes changed");
         return 1;
     }
-    return 0;
+    if (!m->api_ready)
+        return 0;
+    int changed = kube_api_ca_changed(&m->api, why, len);
+    if (changed > 0)
+        snprintf(why, len, "the CA in %s changed", m->api.ca_file);
+    return changed;
 }
 
 __attribute__((format(printf, 4, 5)))

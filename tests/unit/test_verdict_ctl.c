@@ -25,7 +25,7 @@ static int fake_start(source_t *src)
 
 static void fake_destroy(source_t *src) { free(src); }
 
-static const source_ops_t fake_ops = {"fake", fake_start, fake_destroy, NULL};
+static const source_ops_t fake_ops = {"fake", fake_start, fake_destroy, NULL, NULL};
 
 static struct event_base *base;
 static struct event *tick;
@@ -357,7 +357,7 @@ static int fake_start_reporting(source_t *src)
     return 0;
 }
 
-static const source_ops_t fake_reporting_ops = {"fake", fake_start_reporting, fake_destroy, NULL};
+static const source_ops_t fake_reporting_ops = {"fake", fake_start_reporting, fake_destroy, NULL, NULL};
 
 Test(verdict_ctl, a_replaced_source_that_reports_while_starting_is_ready)
 {
