@@ -28,6 +28,12 @@ bool config_upstream_same_peer(const config_upstream_t *a, const config_upstream
 /* The same verdict source (kind and every setting of that kind): the
  * running source is kept. Limits, policies and staleness may differ. */
 bool config_source_same(const config_enforcement_t *a, const config_enforcement_t *b);
+/* The same API server, reached the same way (server, CA and token file
+ * paths, verification, watch timeout; not which MachineConfiguration):
+ * what the Kubernetes source and the admission.machines watch connect
+ * with. The paths only: whether the CA file still holds what was loaded
+ * from it is the running holder's to say (kube_api_ca_changed). */
+bool config_kube_same(const config_source_kube_t *a, const config_source_kube_t *b);
 
 /* The loaded configuration and the reloads so far (GET /config,
  * skewgate_config_reloads_total). The main thread's, like its readers. */

@@ -9,7 +9,13 @@
  *   a Machine with one, or a Node   ADDRSET_ACTIVE (wins over pending)
  * Nothing is published before every collection was listed once; the
  * workers hold every client until then. While a watch fails, the last
- * set stays published (the reflector relists and catches up). */
+ * set stays published (the reflector relists and catches up).
+ *
+ * A reload that changes the connection (enforcement.kubernetes, or the
+ * contents of its CA file: machines_watch_outdated) gets a new watch in
+ * place of this one, against the new configuration; the gate then
+ * publishes an empty set, so that until the new watch's first full list
+ * every client is held, as at start (cli/gate_reload.c). */
 #ifndef SKEWGATE_MACHINES_WATCH_H
 #define SKEWGATE_MACHINES_WATCH_H
 
@@ -24,14 +30,20 @@ typedef struct machines_watch machines_watch_t;
 /* Hands a new set to the workers; the callee owns the reference. */
 typedef void (*machines_publish_fn)(addrset_t *set, void *arg);
 
-/* cfg is borrowed: admission.machines and enforcement.kubernetes (the API
- * server). NULL when out of memory. */
+/* cfg is referenced (config_ref) for the watch's life: admission.machines
+ * and enforcement.kubernetes (the API server). NULL when out of memory. */
 machines_watch_t *machines_watch_new(struct event_base *base, config_t *cfg,
                                      machines_publish_fn publish, void *arg);
-/* Connects and lists. 0, or -1 (logged) when the API server settings are
- * unusable. */
-int machines_watch_start(machines_watch_t *m);
+/* Connects and lists. 0, or -1 with err (also logged) when the API server
+ * settings are unusable. */
+int machines_watch_start(machines_watch_t *m, char *err, size_t errlen);
 void machines_watch_free(machines_watch_t *m);
+/* Whether a started watch talks to another API server, or another way,
+ * than cfg says: 1 when cfg's enforcement.kubernetes differs from the
+ * watch's (config_kube_same) or its CA file holds other bytes than were
+ * loaded (kube_api_ca_changed), with which in why; 0 when the watch can
+ * stay; -1 with why when the CA file cannot be read. */
+int machines_watch_outdated(const machines_watch_t *m, const config_t *cfg, char *why, size_t len);
 
 /* The RBAC rules cfg needs of the API server, as `skewgate check` prints
  * them: one "  KIND[ in NAMESPACE]: apiGroups [..] resources [..] verbs

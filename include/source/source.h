@@ -6,6 +6,7 @@
 #ifndef SKEWGATE_SOURCE_H
 #define SKEWGATE_SOURCE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
 
@@ -29,6 +30,8 @@ typedef struct source_ops {
     int (*start)(source_t *src);    /* 0 or -1 */
     void (*destroy)(source_t *src); /* frees everything, src included */
     uint64_t (*reconnects)(const source_t *src);    /* retries after an error; NULL: none */
+    /* source_files_changed; NULL: it reads no file only once. */
+    int (*files_changed)(const source_t *src, char *err, size_t errlen);
 } source_ops_t;
 
 struct source {
@@ -53,6 +56,11 @@ double source_last_sync(const source_t *src);
 const char *source_last_error(const source_t *src, double *at);
 /* For skewgate_source_reconnects_total. */
 uint64_t source_reconnects(const source_t *src);
+/* Whether a file the source read once when it started (the Kubernetes
+ * source's CA; not what it watches) holds other bytes now, so that only a
+ * new source would see them: 1 when so, 0 when not, -1 with err when the
+ * file cannot be read. A reload that keeps the settings asks it. */
+int source_files_changed(const source_t *src, char *err, size_t errlen);
 
 /* Where the reports go from now on: a controller keeps a reload's new
  * source's reports aside until the reload commits. */

@@ -65,30 +65,15 @@ static int gate_admission(gate_t *g, char *err, size_t errlen)
     return g->tokens ? 0 : -1;
 }
 
-static void gate_publish_addrset(addrset_t *set, void *arg)
-{
-    gate_t *g = arg;
-    for (unsigned i = 0; i < g->n_workers; i++)
-        worker_publish_addrset(&g->workers[i], addrset_ref(set));
-    addrset_unref(set);
-}
-
 /* admission.machines: until its first full list the workers have no set
- * and hold every gated request (UnknownMachine). */
+ * and hold every gated request (UnknownMachine); a reload that builds the
+ * watch again publishes an empty set, which holds them the same way. */
 static int gate_machines(gate_t *g, char *err, size_t errlen)
 {
     if (!g->cfg->admission.machines.enabled)
         return 0;
-    g->machines = machines_watch_new(g->base, g->cfg, gate_publish_addrset, g);
-    if (!g->machines) {
-        snprintf(err, errlen, "admission.machines: out of memory");
-        return -1;
-    }
-    if (machines_watch_start(g->machines) < 0) {
-        snprintf(err, errlen, "admission.machines: the Machines and Nodes watch failed to start");
-        return -1;
-    }
-    return 0;
+    g->machines = gate_new_machines(g, g->cfg, err, errlen);
+    return g->machines ? 0 : -1;
 }
 
 static void gate_on_stop(evutil_socket_t sig, short what, void *arg)

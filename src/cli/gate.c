@@ -1,6 +1,7 @@
 /* gate: what both the start (cmd_run.c) and a reload (gate_reload.c)
  * build or log the same way, so that neither calls into the other:
  * cmd_run -> gate_reload -> gate, cmd_run -> gate. */
+#include <stdio.h>
 #include <jansson.h>
 
 #include "core/addr.h"
@@ -22,6 +23,30 @@ source_t *gate_new_source(gate_t *g, const config_t *cfg)
     if (e->source == SOURCE_KIND_KUBERNETES)
         return source_kube_new(g->base, &e->kubernetes, verdict_ctl_on_source, g->ctl);
     return source_file_new(g->base, &e->file, verdict_ctl_on_source, g->ctl);
+}
+
+void gate_publish_addrset(addrset_t *set, void *arg)
+{
+    gate_t *g = arg;
+    for (unsigned i = 0; i < g->n_workers; i++)
+        worker_publish_addrset(&g->workers[i], addrset_ref(set));
+    addrset_unref(set);
+}
+
+machines_watch_t *gate_new_machines(gate_t *g, config_t *cfg, char *err, size_t errlen)
+{
+    machines_watch_t *m = machines_watch_new(g->base, cfg, gate_publish_addrset, g);
+    if (!m) {
+        snprintf(err, errlen, "admission.machines: out of memory");
+        return NULL;
+    }
+    char why[512];
+    if (machines_watch_start(m, why, sizeof why) < 0) {
+        machines_watch_free(m);
+        snprintf(err, errlen, "admission.machines: the Machines and Nodes watch failed to start: %s", why);
+        return NULL;
+    }
+    return m;
 }
 
 void gate_log_warning(const char *msg, void *arg)

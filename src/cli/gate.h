@@ -51,6 +51,13 @@ typedef struct gate {
 /* The verdict source cfg names, reporting to the gate's controller. NULL
  * when out of memory. */
 source_t *gate_new_source(gate_t *g, const config_t *cfg);
+/* The admission.machines watch of cfg (which it references), started,
+ * publishing its address sets to the workers. NULL with err when out of
+ * memory or its API server settings are unusable (logged). */
+machines_watch_t *gate_new_machines(gate_t *g, config_t *cfg, char *err, size_t errlen);
+/* machines_publish_fn of the gate (arg): hands set to every worker, the
+ * reference taken over. */
+void gate_publish_addrset(addrset_t *set, void *arg);
 /* Logs a listener the gate now serves, with the port the kernel gave. */
 void gate_log_listening(const config_listener_t *lc, const struct sockaddr_storage *ss);
 /* check_config_warnings's warn for the gate: a token_file_mode warning in the log. */

@@ -1,12 +1,12 @@
 /* gate_reload: SIGHUP. The new file is loaded beside the running
  * configuration and everything that can fail is built first (checked
  * files, TLS contexts, the sockets of added listeners, one message per
- * worker, the new verdict source, started but not yet heard); only then is
- * it committed, which cannot fail: the controller takes the new source,
- * limits and reject mode together and judges them once, each
- * worker gets its message and switches between two events, and the
- * reload counts as done when every worker has acknowledged it. A refused
- * reload leaves nothing changed. */
+ * worker, a new admission.machines watch, the new verdict source, started
+ * but not yet heard); only then is it committed, which cannot fail: the
+ * controller takes the new source, limits and reject mode together and
+ * judges them once, each worker gets its message and switches between two
+ * events, and the reload counts as done when every worker has
+ * acknowledged it. A refused reload leaves nothing changed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +32,12 @@ typedef struct reload_plan {
     worker_reload_t **msgs;                     /* one per worker */
     unsigned n_msgs;
     const char *new_source_kind;                /* a new verdict source waits for the commit */
+    bool source_ca_changed;                     /* ... with the same settings: its CA file changed */
+    /* admission.machines against a new connection (plan_machines), the
+     * empty set that holds every client until it has listed, and why. */
+    machines_watch_t *machines;
+    addrset_t *no_addresses;
+    char machines_why[CONFIG_ERR_LEN];
 } reload_plan_t;
 
 static void plan_discard(reload_plan_t *p)
@@ -42,6 +48,8 @@ static void plan_discard(reload_plan_t *p)
     for (size_t l = 0; l < CONFIG_MAX_LISTENERS; l++)
         SSL_CTX_free(p->listener_tls[l]);
     SSL_CTX_free(p->upstream_tls);
+    machines_watch_free(p->machines);
+    addrset_unref(p->no_addresses);
     config_unref(p->cfg);
 }
 
@@ -121,19 +129,70 @@ static int plan_listeners(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
     return 0;
 }
 
-/* A new source starts now and may report at once; the controller keeps
- * that report until the commit, so that it is judged with the new limits
- * and mode, and drops the source if the reload is refused. */
+/* admission.machines follows the Kubernetes connection as the source
+ * does: another server, CA or token path, verification or watch timeout,
+ * or new bytes in the CA file, and a new watch is started now against the
+ * new configuration (the old one, and the addresses it published, go at
+ * the commit); otherwise the running watch stays. A CA file that cannot be read refuses the
+ * reload (check_config_files has just read it, so a race): it is the
+ * file the next start needs. */
+static int plan_machines(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
+{
+    if (!g->machines)
+        return 0;
+    int outdated = machines_watch_outdated(g->machines, p->cfg, p->machines_why, sizeof p->machines_why);
+    if (outdated < 0) {
+        snprintf(err, errlen, "admission.machines: %.400s", p->machines_why);
+        return -1;
+    }
+    if (!outdated)
+        return 0;
+    addrset_builder_t none = {0};
+    if (!(p->no_addresses = addrset_build(&none))) {
+        snprintf(err, errlen, "admission.machines: out of memory");
+        return -1;
+    }
+    p->machines = gate_new_machines(g, p->cfg, err, errlen);
+    return p->machines ? 0 : -1;
+}
+
+/* The new watch's first publish comes a loop turn later at the earliest;
+ * the empty set goes before the workers' reload messages, so no request
+ * judged after the reload's acknowledgement sees the old addresses. */
+static void commit_machines(gate_t *g, reload_plan_t *p)
+{
+    if (!p->machines)
+        return;
+    machines_watch_free(g->machines);
+    g->machines = p->machines;
+    p->machines = NULL;
+    gate_publish_addrset(p->no_addresses, g);
+    p->no_addresses = NULL;
+    log_msg(LOG_INFO, "reload", "admission.machines: %s: the Machines and Nodes watch starts again; "
+            "every client is held (UnknownMachine) until it has listed", p->machines_why);
+}
+
+/* Last of the steps that may fail: a new source starts now and may report
+ * at once; the controller keeps that report until the commit, so that it
+ * is judged with the new limits and mode, and drops the source if the
+ * reload is refused. The same settings keep the source unless a file it
+ * read once (its CA) has changed; one that cannot be read refuses the
+ * reload, as in plan_machines. */
 static int plan_source(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 {
-    if (config_source_same(&g->cfg->enforcement, &p->cfg->enforcement))
-        return 0;
+    bool same = config_source_same(&g->cfg->enforcement, &p->cfg->enforcement);
+    if (same) {
+        int changed = source_files_changed(verdict_ctl_source(g->ctl), err, errlen);
+        if (changed <= 0)
+            return changed;
+    }
     source_t *src = gate_new_source(g, p->cfg);
     if (verdict_ctl_replace_source(g->ctl, src) < 0) {
         snprintf(err, errlen, "enforcement: the new verdict source did not start");
         return -1;
     }
     p->new_source_kind = source_kind(src);
+    p->source_ca_changed = same;
     return 0;
 }
 
@@ -148,13 +207,15 @@ static void reload_refused(gate_t *g, const char *why)
 static void reload_commit(gate_t *g, reload_plan_t *p)
 {
     if (p->new_source_kind)
-        log_msg(LOG_INFO, "reload", "verdict source now %s", p->new_source_kind);
+        log_msg(LOG_INFO, "reload", "verdict source now %s%s", p->new_source_kind,
+                p->source_ca_changed ? " (the same settings; its CA file changed)" : "");
     verdict_ctl_reconfigure(g->ctl, &p->cfg->enforcement, p->cfg->gate.reject_mode);
     log_set_level(p->cfg->log.level);
     if (g->admin)
         admin_set_request_timeout(g->admin, p->cfg->limits.header_timeout_ms);
     if (g->metrics)
         metrics_listener_set_request_timeout(g->metrics, p->cfg->limits.header_timeout_ms);
+    commit_machines(g, p);
     g->acks_pending = g->n_workers;
     for (unsigned w = 0; w < g->n_workers; w++) {
         worker_publish_reload(&g->workers[w], p->msgs[w]);
@@ -192,7 +253,7 @@ void gate_reload(gate_t *g)
     if (!p.cfg || check_config_files(p.cfg, err, sizeof err) < 0 ||
         config_restart_needed(g->cfg, p.cfg, err, sizeof err) < 0 || plan_tls(&p, err, sizeof err) < 0 ||
         plan_messages(g, &p, err, sizeof err) < 0 || plan_listeners(g, &p, err, sizeof err) < 0 ||
-        plan_source(g, &p, err, sizeof err) < 0) {
+        plan_machines(g, &p, err, sizeof err) < 0 || plan_source(g, &p, err, sizeof err) < 0) {
         /* config_load names the file:line:column itself; the later steps
          * are named after the file too. */
         char named[2 * CONFIG_ERR_LEN];

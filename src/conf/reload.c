@@ -82,7 +82,9 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
         {"held.forget_after", old->held.forget_after_ms == new->held.forget_after_ms, "", ""},
         /* The token files are watched from start; their contents reload. */
         {"admission.token.files", same_token_files(&old->admission.token, &new->admission.token), "", ""},
-        /* The Machines and Nodes watch starts once, with its settings. */
+        /* The Machines and Nodes watch starts once with these settings
+         * (it is built again when its Kubernetes connection changes,
+         * cli/gate_reload.c, but never turned on, off or elsewhere). */
         {"admission.machines", same_machines(&old->admission.machines, &new->admission.machines), "", ""},
     };
     snprintf(rows[0].was, sizeof rows[0].was, "%u", old->workers);
@@ -134,8 +136,12 @@ bool config_source_same(const config_enforcement_t *a, const config_enforcement_
         return false;
     if (a->source == SOURCE_KIND_FILE)
         return same_text(a->file.path, b->file.path) && a->file.poll_interval_ms == b->file.poll_interval_ms;
-    const config_source_kube_t *x = &a->kubernetes, *y = &b->kubernetes;
-    return same_text(x->server, y->server) && same_text(x->ca_file, y->ca_file) &&
-           same_text(x->token_file, y->token_file) && x->insecure_skip_tls_verify == y->insecure_skip_tls_verify &&
-           same_text(x->name, y->name) && x->watch_timeout_ms == y->watch_timeout_ms;
+    return config_kube_same(&a->kubernetes, &b->kubernetes) && same_text(a->kubernetes.name, b->kubernetes.name);
+}
+
+bool config_kube_same(const config_source_kube_t *a, const config_source_kube_t *b)
+{
+    return same_text(a->server, b->server) && same_text(a->ca_file, b->ca_file) &&
+           same_text(a->token_file, b->token_file) && a->insecure_skip_tls_verify == b->insecure_skip_tls_verify &&
+           a->watch_timeout_ms == b->watch_timeout_ms;
 }

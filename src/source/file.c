@@ -452,7 +452,8 @@ static void file_destroy(source_t *src)
     free(f);
 }
 
-static const source_ops_t file_ops = {"file", file_start, file_destroy, NULL};
+/* Its file is watched, not read once: nothing for files_changed. */
+static const source_ops_t file_ops = {"file", file_start, file_destroy, NULL, NULL};
 
 source_t *source_file_new(struct event_base *base, const config_source_file_t *cfg,
                           source_update_fn update, void *arg)

@@ -146,7 +146,16 @@ static uint64_t kube_reconnects(const source_t *src)
     return k->reflector ? kube_reflector_reconnects(k->reflector) : 0;
 }
 
-static const source_ops_t kube_ops = {"kubernetes", kube_start, kube_destroy, kube_reconnects};
+/* The CA file, read once by kube_api_init (the token file is read again
+ * when it changes). */
+static int kube_files_changed(const source_t *src, char *err, size_t errlen)
+{
+    const source_kube_t *k = (const source_kube_t *)src;
+    return kube_api_ca_changed(&k->api, err, errlen);
+}
+
+static const source_ops_t kube_ops = {"kubernetes", kube_start, kube_destroy, kube_reconnects,
+                                      kube_files_changed};
 
 /* NULL stays NULL (the defaults: in-cluster, the service account's files). */
 static bool copy_text(char **dst, const char *src)

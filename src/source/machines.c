@@ -5,6 +5,7 @@
 
 #include <event2/event.h>
 
+#include "conf/reload.h"
 #include "core/log.h"
 #include "source/kube/addresses.h"
 #include "source/kube/reflector.h"
@@ -216,7 +217,8 @@ machines_watch_t *machines_watch_new(struct event_base *base, config_t *cfg,
         return NULL;
     m->base = base;
     /* Its own reference: a reload frees the configuration it came from
-     * (admission.machines itself needs a restart, conf/reload.c). */
+     * (admission.machines itself needs a restart, conf/reload.c; a new
+     * enforcement.kubernetes gets a new watch, machines_watch_outdated). */
     m->cfg = config_ref(cfg);
     m->publish = publish;
     m->arg = arg;
@@ -238,10 +240,9 @@ machines_watch_t *machines_watch_new(struct event_base *base, config_t *cfg,
     return m;
 }
 
-int machines_watch_start(machines_watch_t *m)
+int machines_watch_start(machines_watch_t *m, char *err, size_t errlen)
 {
-    char err[512];
-    if (kube_api_init(&m->api, &m->cfg->enforcement.kubernetes, err, sizeof err) < 0) {
+    if (kube_api_init(&m->api, &m->cfg->enforcement.kubernetes, err, errlen) < 0) {
         log_msg(LOG_ERROR, "machines_error", "admission.machines: %s", err);
         return -1;
     }
@@ -257,6 +258,7 @@ int machines_watch_start(machines_watch_t *m)
             .watch_timeout_ms = m->cfg->enforcement.kubernetes.watch_timeout_ms,
         };
         if (!(c->reflector = kube_reflector_new(m->base, &m->api, &rcfg, &cbs, c))) {
+            snprintf(err, errlen, "out of memory");
             log_msg(LOG_ERROR, "machines_error", "admission.machines: out of memory");
             return -1;
         }
@@ -286,6 +288,20 @@ void machines_watch_free(machines_watch_t *m)
         kube_api_destroy(&m->api);
     config_unref(m->cfg);
     free(m);
+}
+
+int machines_watch_outdated(const machines_watch_t *m, const config_t *cfg, char *why, size_t len)
+{
+    if (!config_kube_same(&m->cfg->enforcement.kubernetes, &cfg->enforcement.kubernetes)) {
+        snprintf(why, len, "enforcement.kubernetes changed");
+        return 1;
+    }
+    if (!m->api_ready)
+        return 0;
+    int changed = kube_api_ca_changed(&m->api, why, len);
+    if (changed > 0)
+        snprintf(why, len, "the CA in %s changed", m->api.ca_file);
+    return changed;
 }
 
 __attribute__((format(printf, 4, 5)))

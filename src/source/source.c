@@ -32,6 +32,11 @@ uint64_t source_reconnects(const source_t *src)
     return src->ops->reconnects ? src->ops->reconnects(src) : 0;
 }
 
+int source_files_changed(const source_t *src, char *err, size_t errlen)
+{
+    return src->ops->files_changed ? src->ops->files_changed(src, err, errlen) : 0;
+}
+
 const char *source_last_error(const source_t *src, double *at)
 {
     *at = src->last_error_at;

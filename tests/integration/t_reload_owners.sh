@@ -13,8 +13,9 @@
 #     pooled TLS connection made before the reload), the listener's TLS
 #     context (a keep-alive connection made before it, and a new one after).
 #   part 2, the machines watch, on a gate of its own: it holds a reference
-#     to the configuration it started with for good, which would keep the
-#     start-up configuration of part 1's consumers alive and hide a borrow.
+#     to the configuration it started with until a reload changes its
+#     Kubernetes connection, which would keep the start-up configuration of
+#     part 1's consumers alive and hide a borrow; the same file keeps it.
 #   part 3, the file source, SIGHUP with only an unrelated key changed.
 . "$(dirname "$0")/lib_kube.sh"
 
@@ -203,6 +204,10 @@ wait_until 15 from_is 200 127.0.0.2 || die "the pending Machine is not admitted:
 kill -HUP "$GATE_PID"
 wait_until 10 reloads_are 1 || die "the machines gate's reload was not taken"
 wait_until 10 freed_at_least 1 || die "the machines gate's old configuration was not freed"
+# The same connection keeps the running watch: no second start, and its
+# addresses stay in force (a new watch would hold everyone until it listed).
+[ "$(log_count machines_watch)" = 1 ] || die "a reload that changed nothing started the machines watch again"
+from_is 200 127.0.0.2 || die "the kept watch's pending Machine is not admitted: $(from 127.0.0.2)"
 from_is 503 127.0.0.5 || die "an unknown address is not held: $(from 127.0.0.5)"
 machine pending-2 127.0.0.5
 wait_until 10 from_is 200 127.0.0.5 || die "the Machine added after the reload is not seen: $(from 127.0.0.5)"

@@ -133,6 +133,46 @@ Test(reload, source_changes_by_kind_and_settings_not_by_limits)
     config_unref(k);
 }
 
+/* A Kubernetes source: server, CA and token files, then extra lines. */
+static config_t *kube_cfg(const char *server, const char *ca, const char *token, const char *extra)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             BASE "enforcement:\n  source: kubernetes\n  kubernetes:\n    server: %s\n    ca_file: %s\n"
+                  "    token_file: %s\n%s",
+             server, ca, token, extra);
+    return parse(text);
+}
+
+/* What the Kubernetes source and the admission.machines watch connect
+ * with: every connection setting counts, the MachineConfiguration's name
+ * does not (the watch does not read it), and the source sees both. */
+Test(reload, kube_connection_by_every_setting_but_the_object_name)
+{
+    const char *s = "https://127.0.0.1:6443", *ca = "/ca.crt", *tok = "/token";
+    config_t *a = kube_cfg(s, ca, tok, "");
+    config_t *same[] = {kube_cfg(s, ca, tok, "  max_staleness: 1m\n"), kube_cfg(s, ca, tok, "    name: other\n")};
+    config_t *other[] = {
+        kube_cfg("https://127.0.0.1:6444", ca, tok, ""),
+        kube_cfg(s, "/other-ca.crt", tok, ""),
+        kube_cfg(s, ca, "/other-token", ""),
+        kube_cfg(s, ca, tok, "    insecure_skip_tls_verify: true\n"),
+        kube_cfg(s, ca, tok, "    watch_timeout: 1m\n"),
+    };
+    for (size_t i = 0; i < 2; i++)
+        cr_expect(config_kube_same(&a->enforcement.kubernetes, &same[i]->enforcement.kubernetes), "same %zu", i);
+    cr_expect(config_source_same(&a->enforcement, &same[0]->enforcement));
+    cr_expect_not(config_source_same(&a->enforcement, &same[1]->enforcement), "another object name");
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        cr_expect_not(config_kube_same(&a->enforcement.kubernetes, &other[i]->enforcement.kubernetes), "other %zu", i);
+        cr_expect_not(config_source_same(&a->enforcement, &other[i]->enforcement), "other %zu", i);
+        config_unref(other[i]);
+    }
+    config_unref(a);
+    config_unref(same[0]);
+    config_unref(same[1]);
+}
+
 Test(reload, a_configuration_lives_until_its_last_holder_lets_go)
 {
     config_t *cfg = parse(BASE);

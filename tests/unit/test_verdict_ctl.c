@@ -44,7 +44,7 @@ static uint64_t fake_reconnects(const source_t *src)
     return ((const fake_source_t *)src)->reconnects;
 }
 
-static const source_ops_t fake_ops = {"fake", fake_start, fake_destroy, fake_reconnects};
+static const source_ops_t fake_ops = {"fake", fake_start, fake_destroy, fake_reconnects, NULL};
 
 static struct event_base *base;
 static struct event *tick;

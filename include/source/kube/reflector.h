@@ -39,12 +39,23 @@ typedef struct kube_api {
     bool insecure;
     const char *token_file;     /* borrowed from the owner's copy or referenced configuration */
     const char *ca_file;
+    /* The CA file's SHA-256 as it was read for tls; false for plain http://
+     * and for the system trust store (ca_file ""), which nothing follows. */
+    bool ca_pinned;
+    unsigned char ca_sha256[32];
 } kube_api_t;
 
 /* From enforcement.kubernetes (in-cluster when server is ""). 0, or -1 with
- * err (no in-cluster environment, an unreadable CA file). */
+ * err (no in-cluster environment, an unreadable CA file). The CA is read
+ * once, here: the token file is read again when it changes (kube_token_t),
+ * the CA is not, so a rotated CA needs a new kube_api_t (a reload asks
+ * kube_api_ca_changed). */
 int kube_api_init(kube_api_t *api, const config_source_kube_t *cfg, char *err, size_t errlen);
 void kube_api_destroy(kube_api_t *api);
+/* Whether api->ca_file holds other bytes now than api was made with: 1
+ * when it does, 0 when not (or nothing was pinned), -1 with err when it
+ * cannot be read. Reads the whole file (a CA bundle: kilobytes). */
+int kube_api_ca_changed(const kube_api_t *api, char *err, size_t errlen);
 
 typedef struct kube_reflector_cbs {
     /* A list begins (its first page): what follows replaces the view. */

@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +7,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <openssl/evp.h>
 
 #include "core/backoff.h"
 #include "core/clock.h"
@@ -52,6 +54,31 @@ struct kube_reflector {
     uint64_t reconnects;
 };
 
+/* The SHA-256 of the file at path into out: 0, or -1 with err. */
+static int file_sha256(const char *path, unsigned char out[32], char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "tls: kubernetes ca_file %s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    bool ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
+    char buf[16384];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, f)) > 0)
+        ok = EVP_DigestUpdate(md, buf, n) == 1;
+    int read_errno = ferror(f) ? errno : 0;
+    unsigned int len = 0;
+    ok = ok && !read_errno && EVP_DigestFinal_ex(md, out, &len) == 1 && len == 32;
+    EVP_MD_CTX_free(md);
+    fclose(f);
+    if (!ok)
+        snprintf(err, errlen, "tls: kubernetes ca_file %s: cannot read: %s", path,
+                 read_errno ? strerror(read_errno) : "out of memory");
+    return ok ? 0 : -1;
+}
+
 int kube_api_init(kube_api_t *api, const config_source_kube_t *cfg, char *err, size_t errlen)
 {
     *api = (kube_api_t){.insecure = cfg->insecure_skip_tls_verify, .token_file = cfg->token_file,
@@ -59,6 +86,14 @@ int kube_api_init(kube_api_t *api, const config_source_kube_t *cfg, char *err, s
     if (kube_endpoint_parse(cfg->server ? cfg->server : "", getenv("KUBERNETES_SERVICE_HOST"),
                             getenv("KUBERNETES_SERVICE_PORT"), &api->ep, err, errlen) < 0)
         return -1;
+    /* Digested before it is loaded: a file replaced in between leaves a
+     * digest older than the CA in use, so the next reload builds anew for
+     * nothing; the other order could keep a stale CA past that reload. */
+    if (api->ep.tls && *api->ca_file) {
+        if (file_sha256(api->ca_file, api->ca_sha256, err, errlen) < 0)
+            return -1;
+        api->ca_pinned = true;
+    }
     if (api->ep.tls && !(api->tls = tls_api_ctx_new(api->ca_file, api->insecure, err, errlen)))
         return -1;
     if (api->insecure && api->ep.tls)
@@ -72,6 +107,16 @@ void kube_api_destroy(kube_api_t *api)
 {
     SSL_CTX_free(api->tls);
     api->tls = NULL;
+}
+
+int kube_api_ca_changed(const kube_api_t *api, char *err, size_t errlen)
+{
+    if (!api->ca_pinned)
+        return 0;
+    unsigned char now[32];
+    if (file_sha256(api->ca_file, now, err, errlen) < 0)
+        return -1;
+    return memcmp(now, api->ca_sha256, sizeof now) != 0;
 }
 
 static void begin_list(kube_reflector_t *r);

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SIGHUP reloads the Kubernetes API server's CA: the file at ca_file gets
+# new contents under the same path (a rotated cluster CA) and a reload
+# makes the verdict source and the admission.machines watch trust it. Both
+# used to build their TLS context once, at start, and a reload compared
+# the path only, so after a CA rotation both failed with "certificate
+# verify failed" until a restart (the verdict SourceUnavailable after
+# max_staleness). Here: the fake API server restarts on its port with a
+# new CA and the new CA is written to ca_file; before the SIGHUP the gate
+# fails to verify it, after it the source follows the object and the
+# watch a new Machine. A CA file rewritten with the same bytes keeps both;
+# a CA file gone at reload refuses the reload, and the running ones stay.
+. "$(dirname "$0")/lib_kube.sh"
+need_kubectl
+
+certs
+mcs_start 4096
+NS=openshift-machine-api
+machine() {  # machine NAME IP: a pending Machine (no nodeRef) at IP
+  fa_ctl "{\"fault\":\"set_resource\",\"resource\":\"machines.machine.openshift.io\",\"object\":{\"metadata\":{\"name\":\"$1\",\"namespace\":\"$NS\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$2\"}]}}}" >/dev/null
+}
+fa_start --object "$FIXTURES/automatic-compliant.yaml" --bookmark-interval 0.5
+machine pending-1 127.0.0.2
+PORT=$FA_PORT
+mkdir -p "$TMP/api"
+cp "$FA_DIR/pki/ca.crt" "$TMP/api/ca.crt"
+cp "$FA_DIR/token" "$GATE_TOKEN"
+ADMIN_ADDR="127.0.0.1:$(free_port)"
+ADMIN="http://$ADMIN_ADDR"
+ADMIN_ADDR=$ADMIN_ADDR GATE_ENFORCEMENT="  source: kubernetes
+  kubernetes:
+    server: $FA_URL
+    ca_file: $TMP/api/ca.crt
+    token_file: $GATE_TOKEN
+  max_staleness: 5m" gate_config "$TMP/gate.yaml" hold unused "admission:
+  machines:
+    enabled: true
+    namespace: $NS
+log:
+  level: debug"
+gate_start "$TMP/gate.yaml"
+
+from() {  # from ADDR: the status a client at ADDR gets for /config/worker
+  curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface "$1" "http://127.0.0.1:$PLAIN_PORT/config/worker" || true
+}
+from_is() { [ "$(from "$1")" = "$2" ]; }
+reloads() {  # reloads success|failure
+  curl -sf "$ADMIN/config" | python3 -c 'import json, sys; print(json.load(sys.stdin)["reloads"][sys.argv[1]])' "$1"
+}
+reloads_are() { [ "$(reloads "$1")" = "$2" ]; }
+replaced() { log_count reload '"msg":"verdict source now'; }
+rewatched() { log_count reload 'the Machines and Nodes watch starts again'; }
+# follows WHAT: the source sees the object patched out of skew and back.
+follows() {
+  patch_status "$STATUS_OUT_OF_SKEW"
+  wait_until 20 from_is 127.0.0.2 503 || die "$1: patched out of skew, still $(from 127.0.0.2)"
+  patch_status "$STATUS_COMPLIANT"
+  wait_until 20 from_is 127.0.0.2 200 || die "$1: patched compliant, still $(from 127.0.0.2)"
+}
+
+wait_until 20 from_is 127.0.0.2 200 || die "the pending Machine is not admitted at start: $(from 127.0.0.2)"
+follows "at start"
+
+note "the same CA written again (new inode and mtime, same bytes): nothing is rebuilt"
+cp "$TMP/api/ca.crt" "$TMP/api/ca.crt.new" && mv "$TMP/api/ca.crt.new" "$TMP/api/ca.crt"
+kill -HUP "$GATE_PID"
+wait_until 10 reloads_are success 1 || die "the reload was not taken: $(curl -s "$ADMIN/config")"
+[ "$(replaced)" = 0 ] || die "the same CA replaced the verdict source"
+[ "$(rewatched)" = 0 ] || die "the same CA started the machines watch again"
+from_is 127.0.0.2 200 || die "the kept watch's addresses were dropped: $(from 127.0.0.2)"
+
+note "the API server restarts on its port with a new CA; ca_file gets the new CA"
+fa_stop
+rm -rf "$FA_DIR/pki"
+fa_mkcerts "$FA_DIR/pki" >/dev/null || die "mkcerts failed"
+errors_before=$(log_count source_error "certificate verify failed")
+fa_spawn /dev/null "$FA_DIR/fakeapi.log" "$FA_PY" "$FA_SERVER" --cert "$FA_DIR/pki/server.crt" \
+  --key "$FA_DIR/pki/server.key" --token-file "$FA_DIR/token" --port "$PORT" --port-file "$FA_DIR/port2" \
+  --object "$FIXTURES/automatic-compliant.yaml" --bookmark-interval 0.5
+FA_PID=$FA_LAST_PID
+wait_until 10 test -s "$FA_DIR/port2" || die "the fake did not start again on port $PORT"
+fa_kubeconfig "$FA_DIR/kubeconfig"
+machine pending-1 127.0.0.2
+cp "$FA_DIR/pki/ca.crt" "$TMP/api/ca.crt.new" && mv "$TMP/api/ca.crt.new" "$TMP/api/ca.crt"
+# The source and both watches (MachineConfiguration; Nodes, Machines) fail on the old CA.
+verify_failed() {
+  for what in "MachineConfiguration cluster" "Nodes" "Machines (machine.openshift.io)"; do
+    grep '"event":"source_error"' "$GATE_LOG" | grep -F "\"what\":\"$what" | grep -qF "certificate verify failed" || return 1
+  done
+  [ "$(log_count source_error "certificate verify failed")" -gt "$errors_before" ]
+}
+wait_until 60 verify_failed || die "the old CA did not fail against the new server (nothing tested)"
+
+note "SIGHUP: the source and the machines watch trust the new CA"
+kill -HUP "$GATE_PID"
+wait_until 10 reloads_are success 2 || die "the reload was not taken: $(curl -s "$ADMIN/config")"
+follows "after the CA rotation"
+machine pending-2 127.0.0.4
+wait_until 20 from_is 127.0.0.4 200 || die "the machines watch does not follow the new server: $(from 127.0.0.4)"
+wait_until 20 sh -c "curl -s $ADMIN/readyz | grep -qx ok" || die "not ready after the rotation: $(curl -s "$ADMIN/readyz")"
+[ "$(replaced)" = 1 ] || die "the verdict source was not replaced once: $(replaced)"
+[ "$(rewatched)" = 1 ] || die "the machines watch was not started again once: $(rewatched)"
+
+note "ca_file gone at reload: refused, named; the running source and watch stay"
+mv "$TMP/api/ca.crt" "$TMP/api/ca.crt.away"
+kill -HUP "$GATE_PID"
+wait_until 10 reloads_are failure 1 || die "a reload without its CA file was not refused: $(curl -s "$ADMIN/config")"
+curl -sf "$ADMIN/config" | grep -qF "enforcement.kubernetes.ca_file: $TMP/api/ca.crt" ||
+  die "the refusal does not name the CA file: $(curl -s "$ADMIN/config")"
+[ "$(replaced)" = 1 ] && [ "$(rewatched)" = 1 ] || die "a refused reload replaced something"
+follows "after a refused reload"
+machine pending-3 127.0.0.5
+wait_until 20 from_is 127.0.0.5 200 || die "the machines watch stopped after a refused reload: $(from 127.0.0.5)"
+gate_stop
+echo PASS
