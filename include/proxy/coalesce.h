@@ -1,9 +1,10 @@
-/* coalesce: collapsed forwarding. Admitted GETs whose forwarded request
- * line and Accept bytes are identical get the same render from the MCS
- * (it reads nothing else of a request, DESIGN 1.3; rewrite_share_key), so
- * while one upstream fetch for that key is in flight, the others become
- * its readers instead of asking again. Only a complete 200 is shared; on
- * anything else its readers ask the MCS on their own.
+/* coalesce: collapsed forwarding. Admitted GETs that go to the same MCS
+ * with identical forwarded request line and Accept bytes get the same
+ * render (the MCS reads nothing else of a request, DESIGN 1.3;
+ * rewrite_share_key), so while one upstream fetch for that key is in
+ * flight, the others become its readers instead of asking again. Only a
+ * complete 200 is shared; on anything else its readers ask the MCS on
+ * their own.
  *
  * A fetch is one response held once in memory: two pre-rendered heads (a
  * keep-alive and a close variant) and the body in one buffer of exactly
@@ -41,11 +42,19 @@
 
 typedef struct coalesce_fetch coalesce_fetch_t;
 
-/* A share key, as rewrite_share_key wrote it: compared byte for byte; a
- * new fetch keeps a copy of its own. */
+/* What two requests must have in common to share an answer: the MCS
+ * they go to, and the bytes of it that it reads. The bytes are as
+ * rewrite_share_key wrote them, compared byte for byte (a new fetch keeps
+ * a copy of its own). upstream names the MCS: the gate-wide epoch of the
+ * upstream peer (upstream_pool_t.epoch), the same on every worker for
+ * one peer and moved on by each reload that changes the peer, so the
+ * table (process-wide, it outlives reloads) never answers a request with
+ * the render of an MCS it no longer goes to. Comparing it costs one
+ * integer per fetch in the table, and nothing is allocated for it. */
 typedef struct coalesce_key {
     const char *bytes;
     size_t len;
+    uint32_t upstream;
 } coalesce_key_t;
 
 typedef struct coalesce_link {
@@ -147,6 +156,16 @@ void coalesce_fetch_cut(coalesce_fetch_t *f, coalesce_worker_t *self, gate_reaso
 /* The response will not be shared (not a complete 200 that any asker
  * may have, or over coalesce.max_body): every reader asks on its own. */
 void coalesce_fetch_unshare(coalesce_fetch_t *f, coalesce_worker_t *self);
+/* The driver's request went again, to upstream (a stale pooled
+ * connection replaced by a new one, which a reload in between may have
+ * pointed at another MCS): the fetch is that upstream's answer from now
+ * on, for the requests that join it. Its readers so far read it anyway:
+ * they asked before the reload, and a request of theirs on its own would
+ * have gone there too. The driver's thread only. */
+void coalesce_fetch_sent_to(coalesce_fetch_t *f, uint32_t upstream);
+/* The upstream the fetch is the answer of (its key's, or the last
+ * coalesce_fetch_sent_to's). The driver's thread only. */
+uint32_t coalesce_fetch_upstream(const coalesce_fetch_t *f);
 /* For coalesce.ttl: ms until a completed fetch expires (0: now). */
 uint64_t coalesce_fetch_ttl_left(const coalesce_fetch_t *f);
 /* The driver's reference goes, and the fetch leaves the table (a kept

@@ -26,10 +26,12 @@ int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, config_t *cfg,
                       size_t errlen);
 /* A reload: exchanges from now on start under cfg (the context takes a
  * reference), with its slots, queue and timeouts, and upstream_tls (NULL:
- * plain) for new upstream connections; new_peer closes the pooled ones.
+ * plain) for new upstream connections. upstream_epoch names the peer
+ * (upstream_pool_reconfigure); a new one closes the pooled connections,
+ * and fetches this worker keeps for coalesce.ttl from the old peer go.
  * The buffer sizes (limits.max_header_bytes, max_headers) must not have
  * changed. 0, or -1 (out of memory) with nothing changed. */
-int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream_tls, bool new_peer);
+int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream_tls, uint32_t upstream_epoch);
 /* Stopping: idle upstream connections close, none is kept after use.
  * A fetch this worker drives may have readers on other workers: while
  * one is in flight (exchange_ctx_busy), the worker's loop must run on;

@@ -56,7 +56,11 @@ typedef struct upstream_pool {
     struct timeval tv_connect_own, tv_idle_own;     /* shared_timeout's fallbacks */
     upstream_conn_t *idle;          /* LIFO: the warmest first */
     uint32_t n_idle;
-    uint32_t epoch;                 /* moved on by a new peer: older connections are not pooled again */
+    /* The gate's name for the peer cfg reaches: the same on every worker
+     * for one peer (0 at start; the reload that changes the peer hands
+     * each worker the next one, gate_reload.c). A connection of another
+     * epoch is not pooled again; coalescing keys by it (coalesce_key_t). */
+    uint32_t epoch;
     bool closing;                   /* stopping: nothing goes back to the pool */
 } upstream_pool_t;
 
@@ -64,11 +68,12 @@ typedef struct upstream_pool {
 void upstream_pool_init(upstream_pool_t *p, struct event_base *base, const config_upstream_t *cfg,
                         SSL_CTX *tls);
 /* A reload: new connections use cfg and tls (a reference of the pool's
- * own; NULL: plain), and the timeouts and max_idle of cfg. new_peer (the
- * MCS's address or the way to reach it changed): the idle connections
- * close now, those in use close when released. cfg must outlive the pool
- * or the next call. */
-void upstream_pool_reconfigure(upstream_pool_t *p, const config_upstream_t *cfg, SSL_CTX *tls, bool new_peer);
+ * own; NULL: plain), and the timeouts and max_idle of cfg. epoch names
+ * the peer cfg reaches; another than the pool's (the MCS's address or
+ * the way to reach it changed, or this worker missed a reload that did):
+ * the idle connections close now, those in use close when released. cfg
+ * must outlive the pool or the next call. */
+void upstream_pool_reconfigure(upstream_pool_t *p, const config_upstream_t *cfg, SSL_CTX *tls, uint32_t epoch);
 /* Closes the idle connections; no more go back to the pool after it. */
 void upstream_pool_close(upstream_pool_t *p);
 void upstream_pool_destroy(upstream_pool_t *p);

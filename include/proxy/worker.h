@@ -45,7 +45,7 @@ typedef struct worker_listen {
 typedef struct worker_reload {
     config_t *cfg;              /* a reference */
     SSL_CTX *upstream_tls;      /* a reference; NULL: plain */
-    bool new_upstream_peer;     /* the pooled upstream connections are of no use */
+    uint32_t upstream_epoch;    /* the gate's name for cfg's upstream peer (upstream_pool_t.epoch) */
     worker_listen_t listeners[CONFIG_MAX_LISTENERS];    /* cfg->n_listeners of them */
     int ack_fd;                 /* an eventfd of the main thread's */
 } worker_reload_t;

@@ -28,6 +28,12 @@ typedef struct gate {
     uint32_t next_listener_id;
     SSL_CTX *listener_tls[CONFIG_MAX_LISTENERS];
     SSL_CTX *upstream_tls;
+    /* The name of cfg's upstream peer, the same in every worker's pool:
+     * 0 at start, one more with each reload that changes the peer
+     * (config_upstream_same_peer). A per-worker count would not do: a
+     * worker that misses a reload (out of memory) would give another
+     * peer the same number, and shared fetches are keyed by it. */
+    uint32_t upstream_epoch;
     int *listen_fds;            /* n_workers x n_listeners, until the workers take them */
     const held_table_t **held_tables;   /* every worker's, for each worker to read */
     source_t *source;           /* until verdict_ctl_start takes it */

@@ -26,6 +26,7 @@ typedef struct reload_plan {
     config_t *cfg;
     SSL_CTX *listener_tls[CONFIG_MAX_LISTENERS];
     SSL_CTX *upstream_tls;
+    uint32_t upstream_epoch;                    /* g->upstream_epoch once committed */
     uint32_t ids[CONFIG_MAX_LISTENERS];
     bool opened[CONFIG_MAX_LISTENERS];          /* a new listener: its sockets are in msgs */
     struct sockaddr_storage bound[CONFIG_MAX_LISTENERS];
@@ -72,6 +73,7 @@ static int plan_messages(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
     p->msgs = calloc(g->n_workers, sizeof *p->msgs);
     if (!p->msgs)
         goto oom;
+    p->upstream_epoch = g->upstream_epoch + !config_upstream_same_peer(&g->cfg->upstream, &p->cfg->upstream);
     for (unsigned w = 0; w < g->n_workers; w++) {
         worker_reload_t *r = calloc(1, sizeof *r);
         if (!r)
@@ -79,7 +81,7 @@ static int plan_messages(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
         p->msgs[p->n_msgs++] = r;
         r->cfg = config_ref(p->cfg);
         r->ack_fd = g->ack_fd;
-        r->new_upstream_peer = !config_upstream_same_peer(&g->cfg->upstream, &p->cfg->upstream);
+        r->upstream_epoch = p->upstream_epoch;
         if (p->upstream_tls && SSL_CTX_up_ref(p->upstream_tls))
             r->upstream_tls = p->upstream_tls;
         for (size_t l = 0; l < p->cfg->n_listeners; l++) {
@@ -230,6 +232,7 @@ static void reload_commit(gate_t *g, reload_plan_t *p)
     SSL_CTX_free(g->upstream_tls);
     g->upstream_tls = p->upstream_tls;
     p->upstream_tls = NULL;
+    g->upstream_epoch = p->upstream_epoch;
     for (size_t l = 0; l < p->cfg->n_listeners; l++)
         if (p->opened[l])
             gate_log_listening(&p->cfg->listeners[l], &p->bound[l]);

@@ -24,6 +24,7 @@ struct coalesce_fetch {
     /* under table_lock */
     coalesce_fetch_t *next;
     size_t key_len;
+    uint32_t upstream;              /* key->upstream; written by the driver's thread alone */
     bool in_table;
     uint32_t n_readers;             /* ever attached, for coalesce.max_followers */
     uint64_t expires_ms;            /* 0 while in flight */
@@ -233,7 +234,7 @@ static coalesce_fetch_t *table_find(const coalesce_key_t *key, uint32_t max_foll
             continue;
         }
         /* The leader is a reader too: max_followers counts the others. */
-        if (!found && f->n_readers <= max_followers && f->key_len == key->len &&
+        if (!found && f->upstream == key->upstream && f->n_readers <= max_followers && f->key_len == key->len &&
             memcmp(f->key, key->bytes, key->len) == 0)
             found = f;
         at = &f->next;
@@ -260,6 +261,7 @@ static coalesce_fetch_t *fetch_new(const coalesce_key_t *key)
         return NULL;
     memcpy(f->key, key->bytes, key->len);
     f->key_len = key->len;
+    f->upstream = key->upstream;
     atomic_init(&f->refs, 2);   /* the table's and the driver's */
     atomic_init(&f->state, FETCH_WAITING);
     return f;
@@ -394,6 +396,21 @@ void coalesce_fetch_cut(coalesce_fetch_t *f, coalesce_worker_t *self, gate_reaso
 void coalesce_fetch_unshare(coalesce_fetch_t *f, coalesce_worker_t *self)
 {
     fetch_end(f, self, FETCH_UNSHARED);
+}
+
+void coalesce_fetch_sent_to(coalesce_fetch_t *f, uint32_t upstream)
+{
+    /* Only this thread writes it: reading it unlocked is safe here. */
+    if (f->upstream == upstream)
+        return;
+    pthread_mutex_lock(&table_lock);
+    f->upstream = upstream;
+    pthread_mutex_unlock(&table_lock);
+}
+
+uint32_t coalesce_fetch_upstream(const coalesce_fetch_t *f)
+{
+    return f->upstream;
 }
 
 uint64_t coalesce_fetch_ttl_left(const coalesce_fetch_t *f)

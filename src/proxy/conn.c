@@ -289,10 +289,18 @@ static void conn_record_refused(conn_t *c, admission_result_t why)
                         clock_wall_coarse_ms());
 }
 
-/* A gated request that got its config ends its client's hold, if any. */
-static void conn_end_hold(conn_t *c)
+/* A gated request that got its config ends its client's hold, if any:
+ * an admitted GET whose 2xx went out whole (EXCHANGE_END_COMPLETE, shared
+ * or relayed). One cut short (the MCS closed early, the client stalled or
+ * left) is logged with its 200 all the same, yet the node has no config
+ * and retries: it stays held, and skewgate_admitted_after_hold_total
+ * (nodes that "got their config") does not count it. */
+static void conn_end_hold(conn_t *c, exchange_end_t how)
 {
     conn_env_t *env = c->env;
+    if (how != EXCHANGE_END_COMPLETE || c->log.decision != REQUEST_ADMIT || c->log.status < 200 ||
+        c->log.status >= 300 || c->is_head || !c->ibuf)
+        return;
     held_client_t client = conn_held_client(c, NULL);
     held_admit(&env->held, env->held_peers, env->n_held_peers, &client, clock_wall_coarse_ms());
 }
@@ -300,8 +308,6 @@ static void conn_end_hold(conn_t *c)
 static void conn_log_request(conn_t *c)
 {
     conn_env_t *env = c->env;
-    if (c->log.decision == REQUEST_ADMIT && c->log.status >= 200 && c->log.status < 300 && !c->is_head && c->ibuf)
-        conn_end_hold(c);
     if (env->cfg->log.access)
         accesslog_write(&env->log_clock, &c->log, c->ibuf, &c->peer, c->tls);
     uint64_t duration_ns = c->log.start_ns ? clock_monotonic_ns() - c->log.start_ns : 0;
@@ -411,6 +417,7 @@ static void conn_exchange_done(void *owner, exchange_end_t how)
     if (how != EXCHANGE_END_COMPLETE)
         c->keep_alive = false;
     c->broken = how == EXCHANGE_END_RESET;
+    conn_end_hold(c, how);
     conn_next_request(c);
 }
 

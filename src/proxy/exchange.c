@@ -115,7 +115,7 @@ int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, config_t *cfg,
     return coalesce_worker_init(&x->coalesce, base, &cfg->coalesce, err, errlen);
 }
 
-int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream_tls, bool new_peer)
+int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream_tls, uint32_t upstream_epoch)
 {
     exchange_gen_t *g = exchange_gen_new(cfg);
     if (!g)
@@ -132,7 +132,8 @@ int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream
     /* Fetches under way keep their bounds; new ones take the new ones. */
     x->coalesce.cfg = &cfg->coalesce;
     const config_upstream_t *up = &cfg->upstream;
-    upstream_pool_reconfigure(&x->upstream, up, upstream_tls, new_peer);
+    upstream_pool_reconfigure(&x->upstream, up, upstream_tls, upstream_epoch);
+    exchange_drivers_drop_stale(x);
     exchange_response_timeout(x, x->upstream.base);
     slot_queue_resize(&x->slots, exchange_share(up->max_concurrent, x->n_workers),
                       exchange_share(up->max_queue, x->n_workers));
@@ -368,6 +369,9 @@ static bool exchange_retry_stale(exchange_t *x)
     x->phase = EXCHANGE_SEND;
     x->off = 0;
     x->len = x->req_len;
+    /* Before the connect: a driver that fails there is freed. */
+    if (x->fetch)
+        exchange_driver_resent(x);
     exchange_connect(x);
     return true;
 }

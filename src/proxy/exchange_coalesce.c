@@ -39,10 +39,15 @@ static bool exchange_coalescible(const exchange_t *x, bool method_get)
 }
 
 /* The share key lives in the exchange's buffer, right after the
- * forwarded request it was taken from, until the request is sent. */
+ * forwarded request it was taken from, until the request is sent. Its
+ * upstream is the peer the pool reaches now: where this request would go
+ * on its own, and where a fetch it leads goes (exchange_begin connects
+ * within the same call). Read at each attach, so a request that came
+ * before a reload and looks again once it has a slot looks for the new
+ * peer's fetches. */
 static coalesce_key_t exchange_key(const exchange_t *x)
 {
-    return (coalesce_key_t){.bytes = x->buf + x->len, .len = x->key_len};
+    return (coalesce_key_t){.bytes = x->buf + x->len, .len = x->key_len, .upstream = x->ctx->upstream.epoch};
 }
 
 /* The debug log tells who shares which fetch (tests wait on it): the
@@ -370,6 +375,13 @@ static void exchange_driver_done(exchange_t *d)
     coalesce_fetch_done(d->fetch, &d->ctx->coalesce);
     exchange_driver_landed(dr);
     uint64_t keep = coalesce_fetch_ttl_left(d->fetch);
+    if (keep && coalesce_fetch_upstream(d->fetch) != d->ctx->upstream.epoch) {
+        /* A reload moved the upstream while it was in flight: its readers
+         * have it, and no request of this worker's will join it again. */
+        keep = 0;
+        if (log_enabled(LOG_DEBUG))
+            log_msg(LOG_DEBUG, "coalesce_dropped", "a fetch of the upstream before a reload is not kept");
+    }
     if (keep == 0) {
         exchange_driver_end(d);
         return;
@@ -497,5 +509,29 @@ void exchange_drivers_destroy(exchange_ctx_t *x)
                 coalesce_fetch_fail(d->fetch, &x->coalesce, 502, GATE_REASON_UPSTREAM_CLOSED);
         }
         exchange_driver_end(d);
+    }
+}
+
+void exchange_driver_resent(exchange_t *d)
+{
+    coalesce_fetch_sent_to(d->fetch, d->ctx->upstream.epoch);
+}
+
+/* The upstream moved: a kept fetch of the old one would only be joined by
+ * requests of workers that have not switched yet, and it holds its body
+ * against the gate-wide budget until its ttl is over. In flight ones go
+ * on for the readers they have (exchange_driver_done does not keep them).
+ * The debug log says so (t_coalesce_reload waits on it). */
+void exchange_drivers_drop_stale(exchange_ctx_t *x)
+{
+    exchange_driver_t *dr = x->drivers;
+    while (dr) {
+        exchange_driver_t *next = dr->next;
+        if (!dr->in_flight && coalesce_fetch_upstream(dr->x.fetch) != x->upstream.epoch) {
+            exchange_driver_end(&dr->x);
+            if (log_enabled(LOG_DEBUG))
+                log_msg(LOG_DEBUG, "coalesce_dropped", "a fetch kept for coalesce.ttl goes: the upstream moved");
+        }
+        dr = next;
     }
 }

@@ -28,5 +28,11 @@ void exchange_fill(exchange_t *d);
 void exchange_driver_fail(exchange_t *d, int status, gate_reason_t why);
 void exchange_driver_cut(exchange_t *d, gate_reason_t why);
 void exchange_drivers_destroy(exchange_ctx_t *x);
+/* A driver's request goes again, on a new connection of the pool's
+ * peer now (a retry): its fetch is that peer's answer. */
+void exchange_driver_resent(exchange_t *d);
+/* After a reload: fetches kept for coalesce.ttl that another peer than
+ * the pool's now rendered go (nobody on this worker may join them). */
+void exchange_drivers_drop_stale(exchange_ctx_t *x);
 
 #endif

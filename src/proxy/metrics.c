@@ -351,7 +351,7 @@ static int metrics_render_held(FILE *f, const held_view_t *h)
     }
     free(series);
     metrics_render_value(f, "skewgate_admitted_after_hold_total", "counter",
-                         "Held clients that later got their config.", h->admitted_after_hold);
+                         "Held clients that later got their config, whole.", h->admitted_after_hold);
     metrics_render_value(f, "skewgate_held_overflow_total", "counter",
                          "Held requests not recorded because the held table (held.max_clients) had no room.",
                          h->overflow);

@@ -145,7 +145,7 @@ void upstream_pool_init(upstream_pool_t *p, struct event_base *base, const confi
     upstream_pool_timeouts(p);
 }
 
-void upstream_pool_reconfigure(upstream_pool_t *p, const config_upstream_t *cfg, SSL_CTX *tls, bool new_peer)
+void upstream_pool_reconfigure(upstream_pool_t *p, const config_upstream_t *cfg, SSL_CTX *tls, uint32_t epoch)
 {
     if (tls)
         SSL_CTX_up_ref(tls);
@@ -153,9 +153,9 @@ void upstream_pool_reconfigure(upstream_pool_t *p, const config_upstream_t *cfg,
     p->tls = tls;
     p->cfg = cfg;
     upstream_pool_timeouts(p);
-    if (!new_peer)
+    if (epoch == p->epoch)
         return;
-    p->epoch++;
+    p->epoch = epoch;
     while (p->idle) {
         upstream_conn_t *u = p->idle;
         p->idle = u->next;

@@ -183,7 +183,7 @@ static void worker_apply_reload(worker_t *w, worker_reload_t *r)
     int ack_fd = r->ack_fd;
     if (w->env.stopping) {
         worker_reload_free(r);
-    } else if (exchange_ctx_reconfigure(&w->env.exchange, r->cfg, r->upstream_tls, r->new_upstream_peer) < 0) {
+    } else if (exchange_ctx_reconfigure(&w->env.exchange, r->cfg, r->upstream_tls, r->upstream_epoch) < 0) {
         log_msg(LOG_ERROR, "reload", "out of memory: a worker keeps the previous configuration");
         worker_reload_free(r);
     } else {

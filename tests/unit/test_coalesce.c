@@ -172,21 +172,70 @@ Test(coalesce, keys_are_compared_byte_for_byte)
         "GET /config/worker?a=1 HTTP/1.1\r\nAccept: application/vnd.coreos.ignition+json;version=3.4.0\r\n",
         "GET /config/worker HTTP/1.1\r\nAccept: application/vnd.coreos.ignition+json;version=3.4.0\r\nAccept: x\r\n",
     };
-    coalesce_key_t k = {ka, strlen(ka)};
+    coalesce_key_t k = {.bytes = ka, .len = strlen(ka)};
     cr_assert_eq(coalesce_attach(&cw, &k, &a.r, on_wake, &a.io, true, &led), COALESCE_LEADS);
     for (size_t i = 0; i < sizeof kb / sizeof kb[0]; i++) {
-        coalesce_key_t o = {kb[i], strlen(kb[i])};
+        coalesce_key_t o = {.bytes = kb[i], .len = strlen(kb[i])};
         cr_expect_eq(coalesce_attach(&cw, &o, &b.r, on_wake, &b.io, false, &none), COALESCE_ABSENT, "%s", kb[i]);
     }
     char same[256];
     strcpy(same, ka);
-    coalesce_key_t o = {same, strlen(same)};
+    coalesce_key_t o = {.bytes = same, .len = strlen(same)};
     cr_expect_eq(coalesce_attach(&cw, &o, &b.r, on_wake, &b.io, false, &none), COALESCE_JOINED,
                  "the same bytes elsewhere in memory");
     coalesce_fetch_unshare(led, &cw);
     coalesce_fetch_release(led);
     client_close(&a);
     client_close(&b);
+}
+
+/* The table outlives reloads: a fetch is the answer of the MCS it went to
+ * (key.upstream, the pool's gate-wide epoch), and a request that goes to
+ * another one shares nothing with it, in flight or kept for ttl. */
+Test(coalesce, the_upstream_is_part_of_the_key)
+{
+    cfg.ttl_ms = 60000;
+    client_t a, b, c, d;
+    client_init(&a);
+    client_init(&b);
+    client_init(&c);
+    client_init(&d);
+    coalesce_fetch_t *led, *led_b, *none;
+    coalesce_key_t at_a = key("/config/worker", 4);
+    cr_assert_eq(coalesce_attach(&cw, &at_a, &a.r, on_wake, &a.io, true, &led), COALESCE_LEADS);
+    cr_expect_eq(coalesce_fetch_upstream(led), 0u);
+    coalesce_key_t at_b = key("/config/worker", 4);
+    at_b.upstream = 1;
+    cr_expect_eq(coalesce_attach(&cw, &at_b, &b.r, on_wake, &b.io, false, &none), COALESCE_ABSENT,
+                 "the same bytes to another upstream: another fetch");
+    cr_assert_eq(coalesce_attach(&cw, &at_b, &b.r, on_wake, &b.io, true, &led_b), COALESCE_LEADS);
+    cr_expect_neq(led_b, led);
+    complete(led, 200, 10, 'a');
+    cr_expect_gt(coalesce_fetch_ttl_left(led), 50000, "kept");
+    cr_expect_eq(coalesce_attach(&cw, &at_b, &c.r, on_wake, &c.io, false, &none), COALESCE_JOINED);
+    cr_expect_eq(c.r.fetch, led_b, "upstream 1's fetch in flight, not upstream 0's kept one");
+    cr_expect_eq(coalesce_attach(&cw, &at_a, &d.r, on_wake, &d.io, false, &none), COALESCE_JOINED);
+    cr_expect_eq(d.r.fetch, led, "upstream 0's kept fetch, for its own");
+    coalesce_reader_leave(&d.r);
+    coalesce_fetch_release(led);
+
+    /* A driver's retry went to upstream 2: the fetch is 2's from now on;
+     * the reader it has keeps it. */
+    coalesce_fetch_sent_to(led_b, 2);
+    cr_expect_eq(coalesce_fetch_upstream(led_b), 2u);
+    cr_expect_eq(coalesce_attach(&cw, &at_b, &d.r, on_wake, &d.io, false, &none), COALESCE_ABSENT);
+    coalesce_key_t at_c = key("/config/worker", 4);
+    at_c.upstream = 2;
+    cr_expect_eq(coalesce_attach(&cw, &at_c, &d.r, on_wake, &d.io, false, &none), COALESCE_JOINED);
+    cr_expect_eq(d.r.fetch, led_b);
+    cr_expect_eq(c.r.fetch, led_b);
+    coalesce_fetch_unshare(led_b, &cw);
+    coalesce_fetch_release(led_b);
+    client_close(&a);
+    client_close(&b);
+    client_close(&c);
+    client_close(&d);
+    cfg.ttl_ms = 0;
 }
 
 Test(coalesce, a_reader_gets_the_head_then_the_body_as_it_is_published)

@@ -180,9 +180,11 @@ static int sb_mutex_unlock(pthread_mutex_t *m)
 #define coalesce_fetch_fail sb_coalesce_fetch_fail
 #define coalesce_fetch_publish sb_coalesce_fetch_publish
 #define coalesce_fetch_release sb_coalesce_fetch_release
+#define coalesce_fetch_sent_to sb_coalesce_fetch_sent_to
 #define coalesce_fetch_shared sb_coalesce_fetch_shared
 #define coalesce_fetch_ttl_left sb_coalesce_fetch_ttl_left
 #define coalesce_fetch_unshare sb_coalesce_fetch_unshare
+#define coalesce_fetch_upstream sb_coalesce_fetch_upstream
 #define coalesce_reader_leave sb_coalesce_reader_leave
 #define coalesce_reader_pump sb_coalesce_reader_pump
 #define coalesce_status sb_coalesce_status

@@ -539,6 +539,40 @@ Test(upstream, pool_close_refuses_further_reuse)
     cr_assert_null(upstream_pool_get(&pool, on_upstream, &g));
 }
 
+/* A reload hands the pool the gate-wide epoch of its peer: the same one
+ * (the MCS did not move) keeps the pooled connections; another closes
+ * them, and one in use is not pooled again when released. */
+Test(upstream, reconfigure_closes_the_pool_only_for_another_peer)
+{
+    pool_start();
+    owner_t o[3] = {{0}};
+    upstream_conn_t *u[3];
+    int s[3];
+    for (int i = 0; i < 3; i++) {
+        u[i] = connect_ready(&o[i]);
+        s[i] = server_of(u[i]);
+        cr_assert_eq(u[i]->epoch, 0u);
+    }
+    upstream_release(u[0], true);
+    upstream_release(u[1], true);
+    upstream_pool_reconfigure(&pool, &cfg, client_tls, 0);
+    cr_assert_eq(pool.n_idle, 2u, "the same peer: the pool stays");
+    cr_assert(peer_open(s[0]));
+    upstream_pool_reconfigure(&pool, &cfg, client_tls, 3);
+    cr_assert_eq(pool.epoch, 3u, "the gate's number, not one more");
+    cr_assert_eq(pool.n_idle, 0u);
+    cr_assert(peer_closed(s[0]));
+    cr_assert(peer_closed(s[1]));
+    upstream_release(u[2], true);
+    cr_assert_eq(pool.n_idle, 0u, "made for the old peer: not pooled again");
+    cr_assert(peer_closed(s[2]));
+    owner_t n = {0};
+    upstream_conn_t *fresh = connect_ready(&n);
+    cr_assert_eq(fresh->epoch, 3u);
+    upstream_release(fresh, true);
+    cr_assert_eq(pool.n_idle, 1u);
+}
+
 /* ---- TLS ---------------------------------------------------------------- */
 
 /* A throwaway self-signed server certificate, made in memory. */
