@@ -140,7 +140,9 @@ void held_record_refusal(held_table_t *t, const held_client_t *c, const char *re
  * other workers' tables, read only: a node's retries may have come on
  * another worker's connection) holds it now, by its pool or by a refusal
  * of its address, the owner's table records the admission; true when that
- * is news (and counted). Owner thread only. */
+ * is news. It counts in admitted_after_hold when the rejection it ends
+ * held the node (a 503; not a 403 or an explain answer). Owner thread
+ * only. */
 bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peers, const held_client_t *c,
                 uint64_t now_ms);
 

@@ -316,10 +316,13 @@ static bool held_peer_lookup(const held_table_t *pt, const held_part_t *p, uint8
 }
 
 /* The admission of a client's key in one part (held by pool, or refused
- * by address): whether it ends a hold, the latest event of every table
- * being a hold. Records it in the owner's part when it does. */
+ * by address): whether it ends a rejection, the latest event of every
+ * table being one. Records it in the owner's part when it does, and says
+ * in *was_held whether that rejection held the node (a 503: only then is
+ * it an admission after a hold). */
 static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const held_table_t *const *peers,
-                          size_t n_peers, uint8_t family, const uint8_t addr[16], const char *pool, uint64_t now_ms)
+                          size_t n_peers, uint8_t family, const uint8_t addr[16], const char *pool, uint64_t now_ms,
+                          bool *was_held)
 {
     bool found = false;
     int64_t at = -1;
@@ -327,6 +330,7 @@ static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const h
         at = held_find(t, p, family, addr, pool, now_ms, &found);
     uint64_t last_hold = found ? p->mine[at].held_ms : 0;
     uint64_t last_admission = found ? p->mine[at].admitted_ms : 0;
+    uint16_t last_status = found ? p->mine[at].status : 0;
     /* A node's holds and admissions may have come on several workers'
      * connections: the latest of all wins. */
     held_entry_t theirs = {0}, latest = {0};
@@ -338,6 +342,7 @@ static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const h
             continue;
         if (theirs.held_ms > last_hold) {
             last_hold = theirs.held_ms;
+            last_status = theirs.status;
             latest = theirs;
         }
         if (theirs.admitted_ms > last_admission)
@@ -364,6 +369,7 @@ static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const h
     e->last_seen_ms = now_ms;
     held_publish(p, (uint32_t)at, found ? HELD_ATTEMPT_WORDS : HELD_ENTRY_WORDS);
     held_note_admission(e->admitted_ms);
+    *was_held |= last_status == HELD_STATUS;
     return true;
 }
 
@@ -389,10 +395,13 @@ bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peer
     uint8_t family = held_key_of(c->addr, addr);
     if (!family)
         return false;
-    bool news = held_admit_in(t, &t->held, false, peers, n_peers, family, addr, c->pool, now_ms);
+    bool was_held = false;
+    bool news = held_admit_in(t, &t->held, false, peers, n_peers, family, addr, c->pool, now_ms, &was_held);
     /* Getting its config also ends a refusal of its address. */
-    news |= held_admit_in(t, &t->refused, true, peers, n_peers, family, addr, held_no_pool, now_ms);
-    if (news)
+    news |= held_admit_in(t, &t->refused, true, peers, n_peers, family, addr, held_no_pool, now_ms, &was_held);
+    /* A denied or explained node that comes back (rebooted) and is
+     * admitted is listed as admitted, but it was not held. */
+    if (was_held)
         held_count(&t->admitted_after_hold);
     return news;
 }

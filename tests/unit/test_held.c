@@ -113,6 +113,30 @@ Test(held, only_a_503_holds_a_node_and_the_latest_answer_counts)
     held_table_destroy(&b);
 }
 
+/* admittedAfterHold counts nodes that were held: one denied (403) and
+ * admitted later, after a reboot, is listed as admitted but not counted;
+ * one held (503) on another worker's table is. */
+Test(held, an_admission_after_a_denial_is_not_an_admission_after_a_hold)
+{
+    held_table_t a, b;
+    cr_assert_eq(held_table_init(&a, 16, 15 * MIN), 0);
+    cr_assert_eq(held_table_init(&b, 16, 15 * MIN), 0);
+    const held_table_t *peers[] = {&a, &b};
+    struct sockaddr_storage denied_addr = v4("10.0.1.1"), held_addr = v4("10.0.1.2");
+    held_client_t denied = client(&denied_addr, "worker"), held = client(&held_addr, "worker");
+    held_record(&a, &denied, "OutOfSkew", 403, T0);
+    held_record(&b, &held, "OutOfSkew", HELD_STATUS, T0);
+    cr_expect(held_admit(&a, peers, 2, &denied, T0 + 1000), "the denied node's admission is news");
+    cr_expect(held_admit(&a, peers, 2, &held, T0 + 1000), "the held node's admission is news");
+    held_table_t *all[] = {&a, &b};
+    held_view_t v = collect(all, 2, T0 + 2000);
+    cr_expect_eq(v.admitted_after_hold, 1, "%llu admitted after a hold", (unsigned long long)v.admitted_after_hold);
+    cr_expect_str_eq(held_state_name(find(&v, "10.0.1.1", "worker")), "admitted");
+    held_view_release(&v);
+    held_table_destroy(&a);
+    held_table_destroy(&b);
+}
+
 Test(held, address_and_pool_are_the_key)
 {
     held_table_t t;
@@ -545,6 +569,12 @@ Test(held, an_admission_ends_a_refusal_of_the_address)
     cr_assert_eq(v.n_held, 0);
     cr_assert_str_eq(v.entries[0].reason, "TokenMissing");
     cr_assert_eq(v.entries[0].admitted_ms, T0 + 1000);
+    cr_assert_eq(v.admitted_after_hold, 0, "a 403 held nobody");
+    held_view_release(&v);
+    /* A policy's hold (UnknownMachine, a 503) that an admission ends is. */
+    held_record_refusal(&a, &refused, "UnknownMachine", HELD_STATUS, T0 + 3000);
+    cr_assert(held_admit(&b, peers, 2, &admitted, T0 + 4000));
+    v = collect(all, 2, T0 + 5000);
     cr_assert_eq(v.admitted_after_hold, 1);
     held_view_release(&v);
     held_table_destroy(&a);
