@@ -134,10 +134,16 @@ static int plan_listeners(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 /* admission.machines follows the Kubernetes connection as the source
  * does: another server, CA or token path, verification or watch timeout,
  * or new bytes in the CA file, and a new watch is started now against the
- * new configuration (the old one, and the addresses it published, go at
- * the commit); otherwise the running watch stays. A CA file that cannot be read refuses the
- * reload (check_config_files has just read it, so a race): it is the
- * file the next start needs. */
+ * new configuration (the old one goes at the commit); otherwise the
+ * running watch stays. Another server is another cluster, whose machines
+ * the old addresses do not vouch for: an empty set goes out with the
+ * commit, and every client is held until the new watch has listed, as at
+ * start. The same server (a rotated CA, a new token path or timeout) keeps
+ * the published addresses until the new watch's first list replaces
+ * them, as a failing watch keeps them: a CA rotation must not hold every
+ * node for a relist. A CA file that cannot be read refuses the reload
+ * (check_config_files has just read it, so a race): it is the file the
+ * next start needs. */
 static int plan_machines(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 {
     if (!g->machines)
@@ -150,7 +156,8 @@ static int plan_machines(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
     if (!outdated)
         return 0;
     addrset_builder_t none = {0};
-    if (!(p->no_addresses = addrset_build(&none))) {
+    if (strcmp(g->cfg->enforcement.kubernetes.server, p->cfg->enforcement.kubernetes.server) &&
+        !(p->no_addresses = addrset_build(&none))) {
         snprintf(err, errlen, "admission.machines: out of memory");
         return -1;
     }
@@ -159,8 +166,9 @@ static int plan_machines(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 }
 
 /* The new watch's first publish comes a loop turn later at the earliest;
- * the empty set goes before the workers' reload messages, so no request
- * judged after the reload's acknowledgement sees the old addresses. */
+ * an empty set (another server) goes before the workers' reload messages,
+ * so no request judged after the reload's acknowledgement sees the old
+ * cluster's addresses. */
 static void commit_machines(gate_t *g, reload_plan_t *p)
 {
     if (!p->machines)
@@ -168,10 +176,14 @@ static void commit_machines(gate_t *g, reload_plan_t *p)
     machines_watch_free(g->machines);
     g->machines = p->machines;
     p->machines = NULL;
-    gate_publish_addrset(p->no_addresses, g);
+    bool other_cluster = p->no_addresses != NULL;
+    if (other_cluster)
+        gate_publish_addrset(p->no_addresses, g);
     p->no_addresses = NULL;
-    log_msg(LOG_INFO, "reload", "admission.machines: %s: the Machines and Nodes watch starts again; "
-            "every client is held (UnknownMachine) until it has listed", p->machines_why);
+    log_msg(LOG_INFO, "reload", "admission.machines: %s: the Machines and Nodes watch starts again; %s",
+            p->machines_why,
+            other_cluster ? "another server: every client is held (UnknownMachine) until it has listed"
+                          : "the same server: its addresses stay until it has listed");
 }
 
 /* Last of the steps that may fail: a new source starts now and may report

@@ -10,6 +10,9 @@
 # fails to verify it, after it the source follows the object and the
 # watch a new Machine. A CA file rewritten with the same bytes keeps both;
 # a CA file gone at reload refuses the reload, and the running ones stay.
+# The rotation keeps the addresses the old watch published until the new
+# one has listed: the same server, the same cluster (another server holds
+# every client: t_reload_machines_server).
 . "$(dirname "$0")/lib_kube.sh"
 need_kubectl
 
@@ -91,9 +94,18 @@ verify_failed() {
 }
 wait_until 60 verify_failed || die "the old CA did not fail against the new server (nothing tested)"
 
-note "SIGHUP: the source and the machines watch trust the new CA"
+note "SIGHUP: the source and the machines watch trust the new CA; the addresses stay while it relists"
+# The same server: the old watch's addresses vouch for this cluster's
+# machines until the new watch has listed. The server stalls its answers
+# meanwhile, so the relist cannot come before the look.
+published=$(log_count machines_published)
+fa_ctl '{"fault":"stall","seconds":120}' >/dev/null
 kill -HUP "$GATE_PID"
 wait_until 10 reloads_are success 2 || die "the reload was not taken: $(curl -s "$ADMIN/config")"
+got=$(from 127.0.0.2)
+[ "$(log_count machines_published)" = "$published" ] || die "a set was published during the stall (nothing tested)"
+[ "$got" = 200 ] || die "a CA rotation held the pending Machine for the relist: $got"
+fa_ctl '{"fault":"clear"}' >/dev/null
 follows "after the CA rotation"
 machine pending-2 127.0.0.4
 wait_until 20 from_is 127.0.0.4 200 || die "the machines watch does not follow the new server: $(from 127.0.0.4)"
