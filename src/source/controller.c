@@ -23,6 +23,11 @@ struct verdict_ctl {
     bool failing;
     bool stale;
     double stale_from;          /* wall seconds staleness counts from, while failing */
+    /* When a reload replaced a source that was not failing: its view was
+     * vouched for until then, so a new source that fails before its first
+     * sync counts staleness from that moment, not from its failure, which
+     * may come a connect timeout later. 0: no such moment. */
+    double vouched_at;
     /* The running source has confirmed a view since it started: a reload
      * that replaces the source keeps the last view as the verdict's input,
      * but ready waits for the new source's own. */
@@ -167,13 +172,15 @@ static void judge_staleness(verdict_ctl_t *ctl)
 }
 
 /* Staleness runs from the source's last confirmed view, not from its first
- * failure report: a source may notice a failure late. A source that never
- * confirmed one (a reload's new source failing at once; the view is still
- * the old source's) counts from now. */
+ * failure report: a source may notice a failure late. A reload's new
+ * source that never confirmed one (the view is still the old source's)
+ * counts from when the old one last vouched for it, or else from now. */
 static void begin_failing(verdict_ctl_t *ctl)
 {
     struct timespec now = wall_now();
     double last = ctl->source ? source_last_sync(ctl->source) : 0;
+    if (last <= 0)
+        last = ctl->vouched_at;
     ctl->failing = true;
     ctl->stale_from = last > 0 ? last : (double)now.tv_sec + now.tv_nsec / 1e9;
     judge_staleness(ctl);
@@ -235,6 +242,10 @@ static void adopt_replacement(verdict_ctl_t *ctl)
 {
     if (ctl->source)
         ctl->reconnects_before += source_reconnects(ctl->source);
+    if (ctl->have_view && !ctl->failing) {
+        struct timespec now = wall_now();
+        ctl->vouched_at = (double)now.tv_sec + now.tv_nsec / 1e9;
+    }
     source_free(ctl->source);
     ctl->source = ctl->replacement;
     source_set_update(ctl->source, verdict_ctl_on_source, ctl);

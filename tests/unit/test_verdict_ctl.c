@@ -557,3 +557,24 @@ Test(verdict_ctl, the_reconnects_go_on_across_a_reload_that_replaces_the_source)
     fake->reconnects = 2;
     cr_expect_eq(verdict_ctl_reconnects(ctl), 7);
 }
+
+/* A reload replaces a source that was not failing; the new one fails
+ * before its first sync, a while later (a connect timeout, say). The old
+ * source vouched for the view until the commit, not until that failure:
+ * staleness counts from the commit. */
+Test(verdict_ctl, a_new_source_failing_before_its_first_sync_counts_from_the_commit)
+{
+    start_with(500);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    config_enforcement_t cfg = enforcement(NULL, 500);
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
+    long long committed_at = now_ms();
+    int before = n_published;
+    cr_assert(quiet_for(300));
+    report(SOURCE_FAILING, NULL);
+    cr_assert(wait_for_publish(before));
+    cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
+    long long after = now_ms() - committed_at;
+    cr_expect_lt(after, 700, "stale %lld ms after the commit: counted from the failure", after);
+    cr_expect_geq(after, 490);
+}
