@@ -23,11 +23,13 @@ fetch() {
   curl -s -o /dev/null -w '%{http_code}' --interface "$1" -A 'Ignition/2.14.0' -H "Accept: $ACCEPT" \
     "http://127.0.0.1:$PLAIN_PORT/config/${2:-worker}"
 }
+fetch_is() { [ "$(fetch "$1")" = "$2" ]; }   # a function, so wait_until asks again
 held_json() { curl -sf "$ADMIN/held"; }
 # held_check PYTHON: asserts on h, the /held object.
 held_check() { python3 -c "import json, sys; h = json.load(sys.stdin); $1" <<<"$(held_json)"; }
 metric() { curl -sf "$ADMIN/metrics" | awk -v k="$1" '$1 == k {v = $2} END {printf "%.0f\n", v}'; }
 reloads() { curl -sf "$ADMIN/config" | sed -n "s/^ *\"$1\": \([0-9]*\).*/\1/p"; }
+reloads_are() { [ "$(reloads "$1")" = "$2" ]; }
 verdict_is() { [ "$(curl -sf "$ADMIN/verdict" | python3 -c 'import json,sys; print(json.load(sys.stdin)["decision"])')" = "$1" ]; }
 
 note "a bad held section is refused with its position"
@@ -253,10 +255,10 @@ for mode in deny explain hold; do
   else
     n=$(reloads success)
     kill -HUP "$GATE_PID"
-    wait_until 10 test "$(reloads success)" = $((n + 1)) || fail "reload to $mode not counted"
+    wait_until 10 reloads_are success $((n + 1)) || fail "reload to $mode not counted"
   fi
   want=$(case $mode in deny) echo 403;; explain) echo 200;; hold) echo 503;; esac)
-  wait_until 10 test "$(fetch 127.0.0.4)" = "$want" || fail "$mode: 127.0.0.4 not answered $want"
+  wait_until 10 fetch_is 127.0.0.4 "$want" || fail "$mode: 127.0.0.4 not answered $want"
   state=$(case $mode in deny) echo denied;; explain) echo explained;; hold) echo held;; esac)
   held_check "
 c = [e for e in h['clients'] if e['address'] == '127.0.0.4']
