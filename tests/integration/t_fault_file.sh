@@ -66,10 +66,15 @@ set_object automatic-out-of-skew.yaml "$object"
 note "unreadable"
 e=$(errors)
 if [ "$(id -u)" = 0 ]; then
-  # root reads a mode 000 file: make the name a directory instead (open fails with EISDIR)
-  rm -f "$object"; mkdir "$object"
+  # root reads a mode 000 file: make the name a directory instead (reading
+  # it fails with EISDIR). In one rename, a symlink to a directory: a
+  # remove then a mkdir let the source see the file gone in between (and
+  # keep that absent view, NotFound, as its last good one).
+  mkdir -p "$TMP/a-directory"
+  ln -sfn "$TMP/a-directory" "$object.tmp"; mv -T "$object.tmp" "$object"
   fault "unreadable (a directory)" "$e"
-  rmdir "$object"
+  # mv -T: a plain mv onto a symlink to a directory moves into the directory.
+  cp "$FIXTURES/automatic-out-of-skew.yaml" "$object.tmp"; mv -T "$object.tmp" "$object"
 else
   chmod 000 "$object"; fault "unreadable (mode 000)" "$e"; chmod 644 "$object"
 fi
