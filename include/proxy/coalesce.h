@@ -168,6 +168,10 @@ void coalesce_fetch_sent_to(coalesce_fetch_t *f, uint32_t upstream);
 uint32_t coalesce_fetch_upstream(const coalesce_fetch_t *f);
 /* For coalesce.ttl: ms until a completed fetch expires (0: now). */
 uint64_t coalesce_fetch_ttl_left(const coalesce_fetch_t *f);
+/* A reload lowered coalesce.ttl: a kept fetch expires no later than
+ * ttl_ms from now (a raised ttl does not lengthen it). Returns the ms
+ * left, as coalesce_fetch_ttl_left. */
+uint64_t coalesce_fetch_keep_at_most(coalesce_fetch_t *f, uint64_t ttl_ms);
 /* The driver's reference goes, and the fetch leaves the table (a kept
  * one when its ttl is over). */
 void coalesce_fetch_release(coalesce_fetch_t *f);

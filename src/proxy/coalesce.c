@@ -422,6 +422,17 @@ uint64_t coalesce_fetch_ttl_left(const coalesce_fetch_t *f)
     return at > now ? at - now : 0;
 }
 
+uint64_t coalesce_fetch_keep_at_most(coalesce_fetch_t *f, uint64_t ttl_ms)
+{
+    uint64_t now = clock_coarse_ms();
+    pthread_mutex_lock(&table_lock);
+    if (f->in_table && f->expires_ms > now + ttl_ms)
+        f->expires_ms = now + ttl_ms;
+    uint64_t at = f->in_table ? f->expires_ms : 0;
+    pthread_mutex_unlock(&table_lock);
+    return at > now ? at - now : 0;
+}
+
 void coalesce_fetch_release(coalesce_fetch_t *f)
 {
     fetch_leave_table(f);

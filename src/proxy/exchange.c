@@ -133,7 +133,7 @@ int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream
     x->coalesce.cfg = &cfg->coalesce;
     const config_upstream_t *up = &cfg->upstream;
     upstream_pool_reconfigure(&x->upstream, up, upstream_tls, upstream_epoch);
-    exchange_drivers_drop_stale(x);
+    exchange_drivers_reconfigure(x);
     exchange_response_timeout(x, x->upstream.base);
     slot_queue_resize(&x->slots, exchange_share(up->max_concurrent, x->n_workers),
                       exchange_share(up->max_queue, x->n_workers));

@@ -517,20 +517,39 @@ void exchange_driver_resent(exchange_t *d)
     coalesce_fetch_sent_to(d->fetch, d->ctx->upstream.epoch);
 }
 
-/* The upstream moved: a kept fetch of the old one would only be joined by
- * requests of workers that have not switched yet, and it holds its body
- * against the gate-wide budget until its ttl is over. In flight ones go
- * on for the readers they have (exchange_driver_done does not keep them).
- * The debug log says so (t_coalesce_reload waits on it). */
-void exchange_drivers_drop_stale(exchange_ctx_t *x)
+/* A kept fetch of an upstream the reload moved away from would only be
+ * joined by requests of workers that have not switched yet, and it holds
+ * its body against the gate-wide budget until its ttl is over: it goes.
+ * A lowered ttl (or coalescing turned off) applies to what is kept, so an
+ * operator who cuts it to stop serving answers of a moment ago gets that
+ * at the reload, not up to 60 s later. In flight ones go on for the
+ * readers they have (exchange_driver_done keeps them by the new ttl and
+ * not at all for a moved upstream). The debug log says which went
+ * (t_coalesce_reload waits on it). */
+void exchange_drivers_reconfigure(exchange_ctx_t *x)
 {
+    const config_coalesce_t *cc = &x->cfg->coalesce;
+    uint64_t ttl = cc->enabled ? cc->ttl_ms : 0;
     exchange_driver_t *dr = x->drivers;
     while (dr) {
         exchange_driver_t *next = dr->next;
-        if (!dr->in_flight && coalesce_fetch_upstream(dr->x.fetch) != x->upstream.epoch) {
+        if (dr->in_flight) {
+            dr = next;
+            continue;
+        }
+        const char *why = NULL;
+        uint64_t left = 0;
+        if (coalesce_fetch_upstream(dr->x.fetch) != x->upstream.epoch)
+            why = "a fetch kept for coalesce.ttl goes: the upstream moved";
+        else if ((left = coalesce_fetch_keep_at_most(dr->x.fetch, ttl)) == 0)
+            why = "a fetch kept for coalesce.ttl goes: the reload lowered the ttl to 0 or turned coalescing off";
+        if (why) {
             exchange_driver_end(&dr->x);
             if (log_enabled(LOG_DEBUG))
-                log_msg(LOG_DEBUG, "coalesce_dropped", "a fetch kept for coalesce.ttl goes: the upstream moved");
+                log_msg(LOG_DEBUG, "coalesce_dropped", "%s", why);
+        } else {
+            struct timeval tv = clock_timeval(left);
+            evtimer_add(&dr->ttl_ev, &tv);   /* re-armed: at most the new ttl */
         }
         dr = next;
     }

@@ -31,8 +31,10 @@ void exchange_drivers_destroy(exchange_ctx_t *x);
 /* A driver's request goes again, on a new connection of the pool's
  * peer now (a retry): its fetch is that peer's answer. */
 void exchange_driver_resent(exchange_t *d);
-/* After a reload: fetches kept for coalesce.ttl that another peer than
- * the pool's now rendered go (nobody on this worker may join them). */
-void exchange_drivers_drop_stale(exchange_ctx_t *x);
+/* After a reload, the fetches kept for coalesce.ttl follow the new
+ * configuration: one another peer than the pool's now rendered goes
+ * (nobody on this worker may join it), and none is kept longer than the
+ * new ttl from now (0, or coalescing off: it goes). */
+void exchange_drivers_reconfigure(exchange_ctx_t *x);
 
 #endif

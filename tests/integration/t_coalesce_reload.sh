@@ -18,6 +18,9 @@
 #      without asking B again.
 #   4. ttl 30s: a fetch in flight to A when the reload moves the upstream
 #      to B ends for its reader and is not kept (the log says so).
+#   5. ttl 30s, the upstream kept: a reload to ttl 0s lets the kept answer
+#      go at once, one to a 1s ttl within a second, one to coalescing off
+#      at once (the kept answer lived on for the old 30 s before).
 # The upstreams hold their answers until the test releases them, and every
 # step waits on the gate's log or the upstream's request count: no timing
 # guesses.
@@ -147,4 +150,54 @@ wait "$leader"
 [ "$(cat "$TMP/leader")" = '{"from":"MCS-A"}' ] || fail "the leader got $(cat "$TMP/leader")"
 wait_until 10 logged '"event":"coalesce_dropped"' 1 || fail "A's answer, come after the reload, was kept"
 [ "$(get)" = '{"from":"MCS-B"}' ] || fail "after the reload"
+gate_stop
+
+note "5. a reload that lowers coalesce.ttl applies to the answer already kept"
+bad_at a5 --mode file --file "$TMP/a.json"
+A5=$(cat "$TMP/a5.port")
+gate_on "$A5" 30s
+# set_ttl VALUE: the gate's coalesce.ttl now says so; SIGHUP.
+set_ttl() {
+  sed -i "s/^  ttl: .*\$/  ttl: $1/" "$TMP/gate.yaml"
+  grep -q "^  ttl: $1\$" "$TMP/gate.yaml" || fail "the ttl was not rewritten"
+  kill -HUP "$GATE_PID"
+}
+# coalesce_off: coalesce.enabled false (a ttl is refused with it); SIGHUP.
+coalesce_off() {
+  sed -i -e '/^  ttl: /d' -e 's/^coalesce:$/coalesce:\n  enabled: false/' "$TMP/gate.yaml"
+  grep -q '^  enabled: false$' "$TMP/gate.yaml" || fail "coalescing was not turned off"
+  kill -HUP "$GATE_PID"
+}
+kept_then_asked() {   # N: the answer is kept (A asked N times), then the reload's effect
+  [ "$(get)" = '{"from":"MCS-A"}' ] && [ "$(get)" = '{"from":"MCS-A"}' ] || fail "the answers before the reload"
+  [ "$(count_of "$TMP/a5.count")" = "$1" ] || fail "A's answer was not kept (A asked $(count_of "$TMP/a5.count") times, want $1)"
+}
+kept_then_asked 1
+set_ttl 0s
+wait_until 10 reloaded 1 || fail "the reload to ttl 0s was not taken by every worker"
+[ "$(get)" = '{"from":"MCS-A"}' ] || fail "after the reload to ttl 0s"
+[ "$(count_of "$TMP/a5.count")" = 2 ] ||
+  fail "the answer kept for 30 s outlived a reload to ttl 0s (A asked $(count_of "$TMP/a5.count") times, want 2)"
+logged 'the reload lowered the ttl to 0' 1 || fail "the log does not say why the kept answer went"
+set_ttl 30s
+wait_until 10 reloaded 2 || fail "the reload back to 30s was not taken by every worker"
+kept_then_asked 3
+set_ttl 1s
+wait_until 10 reloaded 3 || fail "the reload to ttl 1s was not taken by every worker"
+asked_again() { get >/dev/null; [ "$(count_of "$TMP/a5.count")" -ge 4 ]; }
+wait_until 10 asked_again || fail "the answer kept for 30 s outlived a reload to ttl 1s by 10 s"
+set_ttl 30s
+wait_until 10 reloaded 4 || fail "the reload back to 30s was not taken by every worker"
+# The answer of the last get may be kept for what is left of its 1 s.
+fetched_fresh() { local n; n=$(count_of "$TMP/a5.count"); get >/dev/null; [ "$(count_of "$TMP/a5.count")" -gt "$n" ]; }
+wait_until 10 fetched_fresh || fail "no fresh fetch after the reload to 30s"
+n=$(count_of "$TMP/a5.count")
+get >/dev/null
+[ "$(count_of "$TMP/a5.count")" = "$n" ] || fail "the fresh fetch after the reload to 30s was not kept"
+coalesce_off
+wait_until 10 reloaded 5 || fail "the reload turning coalescing off was not taken by every worker: $(grep '"event":"reload"' "$GATE_LOG" | tail -1)"
+logged 'the reload lowered the ttl to 0 or turned coalescing off' 2 ||
+  fail "the answer kept for 30 s was not let go at the reload that turned coalescing off"
+get >/dev/null
+[ "$(count_of "$TMP/a5.count")" = $((n + 1)) ] || fail "a request with coalescing off was not its own fetch"
 echo "PASS"

@@ -180,6 +180,7 @@ static int sb_mutex_unlock(pthread_mutex_t *m)
 #define coalesce_fetch_fail sb_coalesce_fetch_fail
 #define coalesce_fetch_publish sb_coalesce_fetch_publish
 #define coalesce_fetch_release sb_coalesce_fetch_release
+#define coalesce_fetch_keep_at_most sb_coalesce_fetch_keep_at_most
 #define coalesce_fetch_sent_to sb_coalesce_fetch_sent_to
 #define coalesce_fetch_shared sb_coalesce_fetch_shared
 #define coalesce_fetch_ttl_left sb_coalesce_fetch_ttl_left
