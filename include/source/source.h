@@ -56,10 +56,11 @@ double source_last_sync(const source_t *src);
 const char *source_last_error(const source_t *src, double *at);
 /* For skewgate_source_reconnects_total. */
 uint64_t source_reconnects(const source_t *src);
-/* Whether a file the source read once when it started (the Kubernetes
- * source's CA; not what it watches) holds other bytes now, so that only a
- * new source would see them: 1 when so, 0 when not, -1 with err when the
- * file cannot be read. A reload that keeps the settings asks it. */
+/* Whether a file the source does not watch (the Kubernetes source's CA,
+ * read at start and again only after a failed connection) holds other
+ * bytes now than it trusts: 1 when so, 0 when not, -1 with err when the
+ * file cannot be read. A reload that keeps the settings asks it, and a
+ * new source takes the new bytes at once. */
 int source_files_changed(const source_t *src, char *err, size_t errlen);
 
 /* Where the reports go from now on: a controller keeps a reload's new

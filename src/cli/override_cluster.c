@@ -123,7 +123,7 @@ static int override_patch(const kube_credentials_t *cr, const char *action, uint
     snprintf(target, sizeof target, OVERRIDE_RESOURCE "%s", cr->name);
     patch_answer_t answer = {.base = event_base_new()};
     static const kube_client_cbs_t cbs = {.on_done = patch_done};
-    kube_client_t *client = answer.base && body ? kube_client_new(answer.base, &ep, tls, cr->insecure, &cbs, &answer) : NULL;
+    kube_client_t *client = answer.base && body ? kube_client_new(answer.base, &ep, &tls, cr->insecure, &cbs, &answer) : NULL;
     const kube_request_t req = {.method = "PATCH", .target = target, .token = bearer,
                                 .content_type = OVERRIDE_PATCH_TYPE, .body = body, .body_len = body ? strlen(body) : 0};
     int rc = 1;

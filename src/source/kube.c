@@ -146,8 +146,8 @@ static uint64_t kube_reconnects(const source_t *src)
     return k->reflector ? kube_reflector_reconnects(k->reflector) : 0;
 }
 
-/* The CA file, read once by kube_api_init (the token file is read again
- * when it changes). */
+/* The CA file, read by kube_api_init and again after a failed connection
+ * (kube_api_follow_ca); the token file is read again when it changes. */
 static int kube_files_changed(const source_t *src, char *err, size_t errlen)
 {
     const source_kube_t *k = (const source_kube_t *)src;

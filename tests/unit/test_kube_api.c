@@ -1,6 +1,7 @@
 /* kube_api: the CA file is pinned by its contents when the API context is
  * made, so that a reload can tell a rotated CA (new bytes at the same
- * path) from the same file written again. */
+ * path) from the same file written again, and a failed connection can
+ * follow a rotated CA without a reload. */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <stdio.h>
@@ -89,5 +90,37 @@ Test(kube_api, an_unreadable_ca_file_is_an_error)
     kube_api_t api;
     cr_expect_eq(kube_api_init(&api, &cfg, err, sizeof err), -1);
     cr_expect(strstr(err, "cannot read") != NULL, "%s", err);
+    kube_api_destroy(&api);
+}
+
+/* Followed after a failed connection: other bytes make a new context and
+ * become the pinned ones; the same bytes, or a file that is not a CA,
+ * leave the context as it is (the latter says why). */
+Test(kube_api, a_rotated_ca_is_followed_and_a_bad_file_keeps_the_old_trust)
+{
+    put_ca("a");
+    config_source_kube_t cfg = {.server = "https://127.0.0.1:6443", .ca_file = ca, .token_file = "/nonexistent"};
+    kube_api_t api;
+    cr_assert_eq(kube_api_init(&api, &cfg, err, sizeof err), 0, "%s", err);
+    SSL_CTX *first = api.tls;
+    put_ca("a");
+    cr_expect_eq(kube_api_follow_ca(&api, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(api.tls, first, "the same bytes made a new context");
+    put_ca("b");
+    cr_expect_eq(kube_api_follow_ca(&api, err, sizeof err), 1, "%s", err);
+    cr_expect_neq(api.tls, first, "other bytes kept the old context");
+    cr_expect_eq(kube_api_ca_changed(&api, err, sizeof err), 0, "the new bytes are not the pinned ones");
+    SSL_CTX *second = api.tls;
+    FILE *f = fopen(ca, "w");
+    cr_assert_not_null(f);
+    fputs("not a certificate\n", f);
+    fclose(f);
+    cr_expect_eq(kube_api_follow_ca(&api, err, sizeof err), -1);
+    cr_expect(strstr(err, ca) != NULL, "the error does not name the file: %s", err);
+    cr_expect_eq(api.tls, second, "a file that is not a CA replaced the context");
+    cr_expect_eq(kube_api_ca_changed(&api, err, sizeof err), 1, "the bad bytes were pinned");
+    put_ca("b");
+    cr_expect_eq(kube_api_follow_ca(&api, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(api.tls, second);
     kube_api_destroy(&api);
 }

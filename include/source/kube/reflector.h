@@ -47,15 +47,21 @@ typedef struct kube_api {
 
 /* From enforcement.kubernetes (in-cluster when server is ""). 0, or -1 with
  * err (no in-cluster environment, an unreadable CA file). The CA is read
- * once, here: the token file is read again when it changes (kube_token_t),
- * the CA is not, so a rotated CA needs a new kube_api_t (a reload asks
- * kube_api_ca_changed). */
+ * here, and again when a connection has failed (kube_api_follow_ca); the
+ * token file is read again when it changes (kube_token_t). */
 int kube_api_init(kube_api_t *api, const config_source_kube_t *cfg, char *err, size_t errlen);
 void kube_api_destroy(kube_api_t *api);
 /* Whether api->ca_file holds other bytes now than api was made with: 1
  * when it does, 0 when not (or nothing was pinned), -1 with err when it
  * cannot be read. Reads the whole file (a CA bundle: kilobytes). */
 int kube_api_ca_changed(const kube_api_t *api, char *err, size_t errlen);
+/* A rotated cluster CA, followed without a reload: when ca_file holds
+ * other bytes than api->tls was made from, a new context from them
+ * replaces it (the reflectors' clients take it at their next connection).
+ * 1 when it was replaced, 0 when the bytes are the same (or nothing is
+ * pinned), -1 with err when the file cannot be read or loaded: the old
+ * context stays. */
+int kube_api_follow_ca(kube_api_t *api, char *err, size_t errlen);
 
 typedef struct kube_reflector_cbs {
     /* A list begins (its first page): what follows replaces the view. */
@@ -82,9 +88,11 @@ typedef struct kube_reflector_cfg {
     uint64_t watch_timeout_ms;
 } kube_reflector_cfg_t;
 
-/* api is borrowed and must outlive the reflector. NULL when out of
- * memory. Nothing happens before kube_reflector_start. */
-kube_reflector_t *kube_reflector_new(struct event_base *base, const kube_api_t *api,
+/* api is borrowed and must outlive the reflector; after a failure, the
+ * reflector has it follow its CA file (kube_api_follow_ca) before it
+ * tries again. NULL when out of memory. Nothing happens before
+ * kube_reflector_start. */
+kube_reflector_t *kube_reflector_new(struct event_base *base, kube_api_t *api,
                                      const kube_reflector_cfg_t *cfg, const kube_reflector_cbs_t *cbs,
                                      void *arg);
 /* Sends the first list. */

@@ -46,7 +46,7 @@ typedef enum {
 struct kube_client {
     struct event_base *base;
     kube_endpoint_t ep;
-    SSL_CTX *tls_ctx;
+    SSL_CTX *const *tls_ctx;    /* the owner's slot (kube_client_new) */
     bool insecure;
     kube_client_cbs_t cbs;
     void *arg;
@@ -397,7 +397,7 @@ static void do_handshake(kube_client_t *c)
 
 static int start_tls(kube_client_t *c, char *detail, size_t len)
 {
-    bool attached = sockio_attach_ssl(&c->io, SSL_new(c->tls_ctx)) == 0;
+    bool attached = sockio_attach_ssl(&c->io, SSL_new(*c->tls_ctx)) == 0;
     if (!attached || tls_api_prepare(c->io.ssl, c->ep.host, c->insecure, detail, len) < 0) {
         if (!attached)
             snprintf(detail, len, "out of memory");
@@ -411,7 +411,7 @@ static int start_tls(kube_client_t *c, char *detail, size_t len)
 
 static void on_connected(kube_client_t *c)
 {
-    if (!c->tls_ctx) {
+    if (!c->tls_ctx || !*c->tls_ctx) {
         c->state = KC_SENDING;
         do_send(c);
         return;
@@ -608,7 +608,7 @@ int kube_client_send(kube_client_t *c, const kube_request_t *r, kube_body_mode_t
 }
 
 kube_client_t *kube_client_new(struct event_base *base, const kube_endpoint_t *ep,
-                               SSL_CTX *tls_ctx, bool insecure, const kube_client_cbs_t *cbs,
+                               SSL_CTX *const *tls_ctx, bool insecure, const kube_client_cbs_t *cbs,
                                void *arg)
 {
     kube_client_t *c = calloc(1, sizeof *c);

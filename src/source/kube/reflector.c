@@ -30,7 +30,7 @@
 typedef enum { PHASE_WAITING, PHASE_LISTING, PHASE_WATCHING } phase_t;
 
 struct kube_reflector {
-    const kube_api_t *api;
+    kube_api_t *api;            /* the owner's; its CA followed after a failure */
     char *what, *path, *selector, *rbac_hint;
     kube_collection_t collection;
     uint64_t watch_timeout_ms;
@@ -109,14 +109,37 @@ void kube_api_destroy(kube_api_t *api)
     api->tls = NULL;
 }
 
-int kube_api_ca_changed(const kube_api_t *api, char *err, size_t errlen)
+/* 1 and now's digest when ca_file's bytes differ from the pinned ones. */
+static int ca_digest_changed(const kube_api_t *api, unsigned char now[32], char *err, size_t errlen)
 {
     if (!api->ca_pinned)
         return 0;
-    unsigned char now[32];
     if (file_sha256(api->ca_file, now, err, errlen) < 0)
         return -1;
-    return memcmp(now, api->ca_sha256, sizeof now) != 0;
+    return memcmp(now, api->ca_sha256, 32) != 0;
+}
+
+int kube_api_ca_changed(const kube_api_t *api, char *err, size_t errlen)
+{
+    unsigned char now[32];
+    return ca_digest_changed(api, now, err, errlen);
+}
+
+int kube_api_follow_ca(kube_api_t *api, char *err, size_t errlen)
+{
+    unsigned char now[32];
+    int changed = ca_digest_changed(api, now, err, errlen);
+    if (changed <= 0)
+        return changed;
+    /* Digested before it is loaded, as at init: a file replaced in
+     * between is looked at again after the next failure. */
+    SSL_CTX *tls = tls_api_ctx_new(api->ca_file, api->insecure, err, errlen);
+    if (!tls)
+        return -1;
+    SSL_CTX_free(api->tls);     /* connections made with it hold their own reference */
+    api->tls = tls;
+    memcpy(api->ca_sha256, now, sizeof now);
+    return 1;
 }
 
 static void begin_list(kube_reflector_t *r);
@@ -212,6 +235,18 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     kube_reflector_t *r = arg;
+    /* A failure may be the API server's certificate from a rotated CA:
+     * a CA file rewritten since is trusted from this attempt on, with no
+     * reload (in a cluster the kubelet rewrites the service account's
+     * ca.crt itself). One read of a few KiB per retry, at the backoff's
+     * pace. */
+    char err[512];
+    int followed = kube_api_follow_ca(r->api, err, sizeof err);
+    if (followed > 0)
+        log_msg(LOG_INFO, "source_tls", "%s: the CA file changed; trusting its new contents from now on (for %s)",
+                r->api->ca_file, r->what);
+    else if (followed < 0)
+        log_msg(LOG_WARN, "source_tls", "%s; the CA trusted so far stays (for %s)", err, r->what);
     if (r->relist)
         begin_list(r);
     else
@@ -370,7 +405,7 @@ static void on_line(void *arg, const char *line, size_t len, uint64_t arrived_ns
     kube_event_clear(&ev);
 }
 
-kube_reflector_t *kube_reflector_new(struct event_base *base, const kube_api_t *api,
+kube_reflector_t *kube_reflector_new(struct event_base *base, kube_api_t *api,
                                      const kube_reflector_cfg_t *cfg, const kube_reflector_cbs_t *cbs,
                                      void *arg)
 {
@@ -387,7 +422,7 @@ kube_reflector_t *kube_reflector_new(struct event_base *base, const kube_api_t *
     r->rbac_hint = strdup(cfg->rbac_hint);
     r->collection = (kube_collection_t){r->path, r->selector, cfg->collection.limit};
     static const kube_client_cbs_t client_cbs = {on_line, on_done};
-    r->client = kube_client_new(base, &api->ep, api->tls, api->insecure, &client_cbs, r);
+    r->client = kube_client_new(base, &api->ep, &api->tls, api->insecure, &client_cbs, r);
     r->retry_ev = evtimer_new(base, on_retry, r);
     int token_rc = kube_token_init(&r->token, api->token_file);
     if (!r->what || !r->path || !r->selector || !r->rbac_hint || !r->client || !r->retry_ev ||
