@@ -14,56 +14,14 @@
 # rotation keeps the addresses the old watch published until the new one
 # has listed: the same server, the same cluster (another server holds
 # every client: t_reload_machines_server).
-. "$(dirname "$0")/lib_kube.sh"
-need_kubectl
-
-certs
-mcs_start 4096
-NS=openshift-machine-api
-machine() {  # machine NAME IP: a pending Machine (no nodeRef) at IP
-  fa_ctl "{\"fault\":\"set_resource\",\"resource\":\"machines.machine.openshift.io\",\"object\":{\"metadata\":{\"name\":\"$1\",\"namespace\":\"$NS\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$2\"}]}}}" >/dev/null
-}
-fa_start --object "$FIXTURES/automatic-compliant.yaml" --bookmark-interval 0.5
-machine pending-1 127.0.0.2
-PORT=$FA_PORT
-mkdir -p "$TMP/api"
-cp "$FA_DIR/pki/ca.crt" "$TMP/api/ca.crt"
-cp "$FA_DIR/token" "$GATE_TOKEN"
-ADMIN_ADDR="127.0.0.1:$(free_port)"
-ADMIN="http://$ADMIN_ADDR"
-ADMIN_ADDR=$ADMIN_ADDR GATE_ENFORCEMENT="  source: kubernetes
-  kubernetes:
-    server: $FA_URL
-    ca_file: $TMP/api/ca.crt
-    token_file: $GATE_TOKEN
-  max_staleness: 5m" gate_config "$TMP/gate.yaml" hold unused "admission:
-  machines:
-    enabled: true
-    namespace: $NS
-log:
-  level: debug"
-gate_start "$TMP/gate.yaml"
-
-from() {  # from ADDR: the status a client at ADDR gets for /config/worker
-  curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface "$1" "http://127.0.0.1:$PLAIN_PORT/config/worker" || true
-}
-from_is() { [ "$(from "$1")" = "$2" ]; }
+. "$(dirname "$0")/lib_kube_ca.sh"
+ca_stage_start
 reloads() {  # reloads success|failure
   curl -sf "$ADMIN/config" | python3 -c 'import json, sys; print(json.load(sys.stdin)["reloads"][sys.argv[1]])' "$1"
 }
 reloads_are() { [ "$(reloads "$1")" = "$2" ]; }
 replaced() { log_count reload '"msg":"verdict source now'; }
 rewatched() { log_count reload 'the Machines and Nodes watch starts again'; }
-# follows WHAT: the source sees the object patched out of skew and back.
-follows() {
-  patch_status "$STATUS_OUT_OF_SKEW"
-  wait_until 20 from_is 127.0.0.2 503 || die "$1: patched out of skew, still $(from 127.0.0.2)"
-  patch_status "$STATUS_COMPLIANT"
-  wait_until 20 from_is 127.0.0.2 200 || die "$1: patched compliant, still $(from 127.0.0.2)"
-}
-
-wait_until 20 from_is 127.0.0.2 200 || die "the pending Machine is not admitted at start: $(from 127.0.0.2)"
-follows "at start"
 
 note "the same CA written again (new inode and mtime, same bytes): nothing is rebuilt"
 cp "$TMP/api/ca.crt" "$TMP/api/ca.crt.new" && mv "$TMP/api/ca.crt.new" "$TMP/api/ca.crt"
@@ -92,17 +50,8 @@ fa_ctl '{"fault":"clear"}' >/dev/null
 follows "after the reload on the bundle"
 
 note "the API server restarts on its port with a certificate of the new CA: followed, no error"
-fa_stop
-rm -rf "$FA_DIR/pki"
-mv "$TMP/pki2" "$FA_DIR/pki"
 errors_before=$(log_count source_error "certificate verify failed")
-fa_spawn /dev/null "$FA_DIR/fakeapi.log" "$FA_PY" "$FA_SERVER" --cert "$FA_DIR/pki/server.crt" \
-  --key "$FA_DIR/pki/server.key" --token-file "$FA_DIR/token" --port "$PORT" --port-file "$FA_DIR/port2" \
-  --object "$FIXTURES/automatic-compliant.yaml" --bookmark-interval 0.5
-FA_PID=$FA_LAST_PID
-wait_until 10 test -s "$FA_DIR/port2" || die "the fake did not start again on port $PORT"
-fa_kubeconfig "$FA_DIR/kubeconfig"
-machine pending-1 127.0.0.2
+fa_restart_with "$TMP/pki2"
 follows "after the API server's new certificate"
 machine pending-2 127.0.0.4
 wait_until 20 from_is 127.0.0.4 200 || die "the machines watch does not follow the new server: $(from 127.0.0.4)"
