@@ -150,7 +150,8 @@ bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peer
  * forgotten, one per client (a client seen by two workers is merged:
  * attempts summed, earliest first seen, latest last seen, the reason and
  * status of the latest rejection, and admitted when its latest admission is not older
- * than its latest hold), oldest first. */
+ * than its latest hold), oldest first. Of an address's hold and its
+ * refusal by a policy, only the one with the later event is in it. */
 typedef struct held_view {
     held_entry_t *entries;
     size_t n;

@@ -408,15 +408,24 @@ bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peer
 
 /* --- The admin thread's merged copy. */
 
+static int held_cmp_addr(const held_entry_t *x, const held_entry_t *y)
+{
+    if (x->family != y->family)
+        return x->family < y->family ? -1 : 1;
+    return memcmp(x->addr, y->addr, 16);
+}
+
+/* By address first, so that a client's entries in both parts lie side by
+ * side (held_drop_superseded). */
 static int held_cmp_key(const void *a, const void *b)
 {
     const held_entry_t *x = a, *y = b;
+    int c = held_cmp_addr(x, y);
+    if (c)
+        return c;
     if (x->refused != y->refused)
         return x->refused < y->refused ? -1 : 1;
-    if (x->family != y->family)
-        return x->family < y->family ? -1 : 1;
-    int c = memcmp(x->addr, y->addr, 16);
-    return c ? c : strcmp(x->pool, y->pool);
+    return strcmp(x->pool, y->pool);
 }
 
 static int held_cmp_first_seen(const void *a, const void *b)
@@ -445,6 +454,41 @@ static void held_merge(held_entry_t *a, const held_entry_t *b)
         a->last_seen_ms = b->last_seen_ms;
     if (b->admitted_ms > a->admitted_ms)
         a->admitted_ms = b->admitted_ms;
+}
+
+static uint64_t held_latest_event(const held_entry_t *e)
+{
+    return e->held_ms > e->admitted_ms ? e->held_ms : e->admitted_ms;
+}
+
+/* One address may have an entry in each part: a hold by the verdict (by
+ * address and pool) and a refusal by an admission policy (by address),
+ * such as a held node whose token was then rotated out (403 since), or
+ * one held UnknownMachine until its Machine showed and then OutOfSkew.
+ * What the client got last is its entry with the latest event; the other
+ * part's older entry says what it no longer gets, and left in, it would be
+ * listed and counted held (issue 20.3: the latest event wins), so it goes
+ * from the view. Entries of one part never drop each other: clients
+ * behind one address (NAT) asking for other pools are other nodes. Ties
+ * stay (one admission ends both). v sorted by held_cmp_key; returns the
+ * entries kept, in order. */
+static size_t held_drop_superseded(held_entry_t *v, size_t n)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n;) {
+        size_t end = i;
+        uint64_t latest[2] = {0, 0};    /* by part: held, refused */
+        for (; end < n && !held_cmp_addr(&v[i], &v[end]); end++) {
+            uint64_t at = held_latest_event(&v[end]);
+            if (at > latest[v[end].refused])
+                latest[v[end].refused] = at;
+        }
+        for (size_t k = i; k < end; k++)
+            if (held_latest_event(&v[k]) >= latest[!v[k].refused])
+                v[kept++] = v[k];
+        i = end;
+    }
+    return kept;
 }
 
 /* A part's live entries appended to out. */
@@ -485,7 +529,7 @@ int held_collect(const held_table_t *const *tables, size_t n_tables, uint64_t no
         else
             out->entries[kept++] = out->entries[i];
     }
-    out->n = kept;
+    out->n = held_drop_superseded(out->entries, kept);
     qsort(out->entries, out->n, sizeof *out->entries, held_cmp_first_seen);
     for (size_t i = 0; i < out->n; i++) {
         held_entry_t *e = &out->entries[i];

@@ -580,3 +580,61 @@ Test(held, an_admission_ends_a_refusal_of_the_address)
     held_table_destroy(&a);
     held_table_destroy(&b);
 }
+
+/* One node, an entry in each part (found in review): held by the verdict,
+ * then refused (its token rotated out): it is denied now, not held; held
+ * UnknownMachine by the machines policy, then OutOfSkew once its Machine
+ * showed: held once, for OutOfSkew. Whichever worker saw each. */
+Test(held, an_address_hold_and_refusal_count_by_the_later_one)
+{
+    held_table_t a, b;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
+    held_table_t *all[] = {&a, &b};
+    struct sockaddr_storage x = v4("10.0.0.3"), y = v4("10.0.0.4");
+    held_client_t xw = client(&x, "worker"), yw = client(&y, "worker");
+    held_record(&a, &xw, "OutOfSkew", HELD_STATUS, T0);
+    held_record_refusal(&b, &xw, "TokenInvalid", 403, T0 + 1000);
+    held_record_refusal(&a, &yw, "UnknownMachine", HELD_STATUS, T0);
+    held_record(&b, &yw, "OutOfSkew", HELD_STATUS, T0 + 1000);
+    held_view_t v = collect(all, 2, T0 + 2000);
+    cr_expect_eq(v.n, 2, "an address's older entry of the other part is still listed");
+    cr_expect_eq(v.n_held, 1);
+    const held_entry_t *ex = find(&v, "10.0.0.3", ""), *ey = find(&v, "10.0.0.4", "worker");
+    cr_assert_not_null(ex);
+    cr_expect_str_eq(held_state_name(ex), "denied");
+    cr_expect_null(find(&v, "10.0.0.3", "worker"), "the hold the refusal came after is listed");
+    cr_assert_not_null(ey);
+    cr_expect_str_eq(ey->reason, "OutOfSkew");
+    cr_expect_null(find(&v, "10.0.0.4", ""), "the UnknownMachine hold the verdict's came after is listed");
+    held_view_release(&v);
+    /* Held by the verdict again after the refusal: held, for OutOfSkew. */
+    held_record(&a, &xw, "OutOfSkew", HELD_STATUS, T0 + 3000);
+    v = collect(all, 2, T0 + 4000);
+    ex = find(&v, "10.0.0.3", "worker");
+    cr_assert_not_null(ex);
+    cr_expect_str_eq(held_state_name(ex), "held");
+    cr_expect_null(find(&v, "10.0.0.3", ""));
+    cr_expect_eq(v.n_held, 2);
+    held_view_release(&v);
+    held_table_destroy(&a);
+    held_table_destroy(&b);
+}
+
+/* Holds of one address for two pools are two nodes behind one address
+ * (NAT): neither drops the other. */
+Test(held, pools_of_one_address_stay_apart)
+{
+    held_table_t a;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    held_table_t *all[] = {&a};
+    struct sockaddr_storage x = v4("10.0.0.5");
+    held_client_t w = client(&x, "worker"), i = client(&x, "infra");
+    held_record(&a, &w, "OutOfSkew", HELD_STATUS, T0);
+    held_record(&a, &i, "OutOfSkew", HELD_STATUS, T0 + 1000);
+    held_view_t v = collect(all, 1, T0 + 2000);
+    cr_expect_eq(v.n, 2);
+    cr_expect_eq(v.n_held, 2);
+    held_view_release(&v);
+    held_table_destroy(&a);
+}
