@@ -60,6 +60,13 @@ void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o);
 const verdict_t *verdict_ctl_current(const verdict_ctl_t *ctl);
 /* The running source (a replacement only once its reload committed). */
 const source_t *verdict_ctl_source(const verdict_ctl_t *ctl);
+/* When the view the verdict stands on was last confirmed (wall seconds;
+ * 0: never): by the running source, or, until it has synced, by the ones
+ * a reload replaced (up to the reload, unless the last was failing). What
+ * /verdict's lastSync and skewgate_source_last_sync_timestamp_seconds
+ * report, and where staleness counts from: the alert on it then measures
+ * what max_staleness does. */
+double verdict_ctl_last_sync(const verdict_ctl_t *ctl);
 /* skewgate_source_reconnects_total: the running source's reconnects and
  * those of every source a reload replaced before it. */
 uint64_t verdict_ctl_reconnects(const verdict_ctl_t *ctl);

@@ -82,7 +82,7 @@ static json_t *admin_verdict_json(const admin_t *a)
     if (!j || !src)
         return j;
     json_object_set_new(j, "source", json_string(source_kind(src)));
-    double last = source_last_sync(src), failed_at;
+    double last = verdict_ctl_last_sync(a->ctl), failed_at;
     json_object_set_new(j, "lastSync", last > 0 ? admin_when_json(last) : json_null());
     const char *why = source_last_error(src, &failed_at);
     json_object_set_new(j, "lastError", why ? json_pack("{s:s, s:o}", "message", why, "at", admin_when_json(failed_at))

@@ -35,7 +35,6 @@ int scrape_held(const scrape_t *s, held_view_t *out)
 void scrape_metrics(void *arg, struct evhttp_request *req)
 {
     const scrape_t *s = arg;
-    const source_t *src = verdict_ctl_source(s->ctl);
     held_view_t held;
     if (scrape_held(s, &held) < 0) {
         serve_text(req, 500, "Internal Server Error", "out of memory");
@@ -43,7 +42,7 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
     }
     metrics_gate_t g = {
         .verdict = verdict_ctl_current(s->ctl),
-        .source_last_sync = src ? source_last_sync(src) : 0,
+        .source_last_sync = verdict_ctl_last_sync(s->ctl),
         .source_reconnects = verdict_ctl_reconnects(s->ctl),
         .held = &held,
         .reloads_success = s->reloads ? s->reloads->success : 0,

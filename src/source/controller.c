@@ -23,11 +23,14 @@ struct verdict_ctl {
     bool failing;
     bool stale;
     double stale_from;          /* wall seconds staleness counts from, while failing */
-    /* When a reload replaced a source that was not failing: its view was
-     * vouched for until then, so a new source that fails before its first
-     * sync counts staleness from that moment, not from its failure, which
-     * may come a connect timeout later. 0: no such moment. */
-    double vouched_at;
+    /* When the sources a reload replaced last confirmed the view (wall
+     * seconds; 0: never): the reload's moment when the last one was not
+     * failing (its view was vouched for until then), or else when it last
+     * synced. Until the running source has synced, the view is theirs, so
+     * staleness counts from here, not from the new source's failure
+     * (which may come a connect timeout later), and so does what lastSync
+     * and skewgate_source_last_sync_timestamp_seconds report. */
+    double confirmed_before;
     /* The running source has confirmed a view since it started: a reload
      * that replaces the source keeps the last view as the verdict's input,
      * but ready waits for the new source's own. */
@@ -178,9 +181,7 @@ static void judge_staleness(verdict_ctl_t *ctl)
 static void begin_failing(verdict_ctl_t *ctl)
 {
     struct timespec now = wall_now();
-    double last = ctl->source ? source_last_sync(ctl->source) : 0;
-    if (last <= 0)
-        last = ctl->vouched_at;
+    double last = verdict_ctl_last_sync(ctl);
     ctl->failing = true;
     ctl->stale_from = last > 0 ? last : (double)now.tv_sec + now.tv_nsec / 1e9;
     judge_staleness(ctl);
@@ -242,10 +243,13 @@ static void adopt_replacement(verdict_ctl_t *ctl)
 {
     if (ctl->source)
         ctl->reconnects_before += source_reconnects(ctl->source);
-    if (ctl->have_view && !ctl->failing) {
-        struct timespec now = wall_now();
-        ctl->vouched_at = (double)now.tv_sec + now.tv_nsec / 1e9;
-    }
+    struct timespec now = wall_now();
+    if (!ctl->have_view)
+        ctl->confirmed_before = 0;
+    else if (!ctl->failing)
+        ctl->confirmed_before = (double)now.tv_sec + now.tv_nsec / 1e9;
+    else
+        ctl->confirmed_before = verdict_ctl_last_sync(ctl);
     source_free(ctl->source);
     ctl->source = ctl->replacement;
     source_set_update(ctl->source, verdict_ctl_on_source, ctl);
@@ -348,6 +352,12 @@ void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o)
 const verdict_t *verdict_ctl_current(const verdict_ctl_t *ctl) { return &ctl->current; }
 
 const source_t *verdict_ctl_source(const verdict_ctl_t *ctl) { return ctl->source; }
+
+double verdict_ctl_last_sync(const verdict_ctl_t *ctl)
+{
+    double last = ctl->source ? source_last_sync(ctl->source) : 0;
+    return last > 0 ? last : ctl->confirmed_before;
+}
 
 uint64_t verdict_ctl_reconnects(const verdict_ctl_t *ctl)
 {

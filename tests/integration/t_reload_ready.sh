@@ -51,6 +51,15 @@ grep -q "healthy" "$TMP/status" && die "status says healthy: $(cat "$TMP/status"
 wait_until 10 log_count_above source_error 1 "127.0.0.1:$API_PORT" || die "the source did not try the API server twice"
 [ "$(readyz)" = 503 ] || die "ready while the API server cannot be reached: $(cat "$TMP/readyz")"
 code_is 503 || die "the last view (the file's, out of skew) no longer decides"
+# That view was confirmed up to the reload: lastSync and the metric say
+# so, not "never" (0), which SkewgateSourceStale reads as 56 years stale.
+last_sync_metric() { curl -sf "$ADMIN/metrics" | awk '$1 == "skewgate_source_last_sync_timestamp_seconds" {printf "%d\n", $2}'; }
+now=$(date +%s)
+m=$(last_sync_metric)
+[ -n "$m" ] && [ "$m" -gt $((now - 60)) ] && [ "$m" -le "$now" ] ||
+  die "skewgate_source_last_sync_timestamp_seconds after the reload: '$m' (now $now)"
+curl -sf "$ADMIN/verdict" | python3 -c 'import json, sys; v = json.load(sys.stdin); assert v["lastSync"], v' ||
+  die "/verdict's lastSync after the reload: $(curl -s "$ADMIN/verdict")"
 
 note "the API server comes up on that port: ready"
 fa_start --port "$API_PORT" --object "$FIXTURES/automatic-compliant.yaml"

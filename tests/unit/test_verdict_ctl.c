@@ -578,3 +578,31 @@ Test(verdict_ctl, a_new_source_failing_before_its_first_sync_counts_from_the_com
     cr_expect_lt(after, 700, "stale %lld ms after the commit: counted from the failure", after);
     cr_expect_geq(after, 490);
 }
+
+/* After a reload to a source that has not synced, the verdict still
+ * stands on the old source's view, which was confirmed up to the reload:
+ * lastSync and the metric said "never" (0), so SkewgateSourceStale
+ * (time() - it > 300) fired 2 minutes in and said the gate answered by
+ * when_unknown, which only max_staleness later is true (found in review).
+ * Replaced while failing, the view's last confirmation is the old
+ * source's last sync. */
+Test(verdict_ctl, last_sync_is_the_views_last_confirmation_across_a_reload)
+{
+    start_with(300000);
+    cr_expect_eq(verdict_ctl_last_sync(ctl), 0, "a fresh start never synced");
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    double synced = verdict_ctl_last_sync(ctl);
+    cr_assert_gt(synced, 0);
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
+    double at_reload = verdict_ctl_last_sync(ctl);
+    cr_expect_geq(at_reload, synced, "the view vouched for up to the reload reads as never confirmed");
+    cr_expect_leq(at_reload, (double)wall_seconds() + 1);
+    report(SOURCE_FAILING, NULL);
+    cr_expect_eq(verdict_ctl_last_sync(ctl), at_reload, "a failure changed when the view was confirmed");
+    /* Replaced again while failing: still the moment of the first reload. */
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
+    cr_expect_eq(verdict_ctl_last_sync(ctl), at_reload);
+    report(SOURCE_ABSENT, NULL);
+    cr_expect_geq(verdict_ctl_last_sync(ctl), at_reload, "the new source's own sync");
+}
