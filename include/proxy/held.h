@@ -68,7 +68,13 @@ typedef struct held_entry {
     uint8_t family;                 /* AF_INET or AF_INET6; 0: a slot never used */
     uint8_t spec;                   /* ignition_spec_t of its Accept header */
     uint8_t refused;                /* 1: an admission policy's refusal (no pool) */
-    uint8_t pad[5];
+    uint8_t pad;
+    /* A refusal's: a hash of the pool its latest refused request asked
+     * for (held_pool_hash), not its key and not shown, so that a hold and
+     * a refusal of one address are told to be one node (the same pool:
+     * the later counts) or two behind one address (NAT). 0 in the held
+     * part. */
+    uint32_t pool_hash;
     uint8_t addr[16];               /* IPv4 in the first 4 bytes */
     char pool[HELD_POOL_LEN];
     char user_agent[HELD_UA_LEN];   /* as sent, truncated; not sanitised (readers escape it) */
@@ -129,11 +135,13 @@ void held_table_destroy(held_table_t *t);
  * only. */
 void held_record(held_table_t *t, const held_client_t *c, const char *reason, int status, uint64_t now_ms);
 /* The same for a refusal by an admission policy: recorded in the
- * refusals' part, by address alone. The pool is left out: it is the last
- * segment of a path the policy did not accept, the client's word only;
- * kept, it would let one address fill the part, one entry per pool, and
- * mint a skewgate_held_clients series per name. The address is what the
- * operator looks a node up by (its Machine, its console). */
+ * refusals' part, by address alone. The pool is left out of the key and
+ * of what is shown: it is the last segment of a path the policy did not
+ * accept, the client's word only; kept, it would let one address fill
+ * the part, one entry per pool, and mint a skewgate_held_clients series
+ * per name. The address is what the operator looks a node up by (its
+ * Machine, its console). Only a hash of the latest one is kept, to tell
+ * this node's hold from a NAT neighbour's (held_collect). */
 void held_record_refusal(held_table_t *t, const held_client_t *c, const char *reason, int status, uint64_t now_ms);
 
 /* Client c got its config at now_ms. If this table or one of peers[] (the
@@ -151,7 +159,8 @@ bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peer
  * attempts summed, earliest first seen, latest last seen, the reason and
  * status of the latest rejection, and admitted when its latest admission is not older
  * than its latest hold), oldest first. Of an address's hold and its
- * refusal by a policy, only the one with the later event is in it. */
+ * refusal by a policy for the same pool (one node), only the one with the
+ * later event is in it (the hold on a tie). */
 typedef struct held_view {
     held_entry_t *entries;
     size_t n;
@@ -171,6 +180,9 @@ bool held_now(const held_entry_t *e);
  * or "explained" (reject.mode explain's 200, or its 400 for a spec it
  * cannot write). */
 const char *held_state_name(const held_entry_t *e);
+
+/* What a refusal keeps of the pool it was asked for: FNV-1a, never 0. */
+uint32_t held_pool_hash(const char *pool);
 
 /* 0, or -1 when out of memory (*out then empty). */
 int held_collect(const held_table_t *const *tables, size_t n_tables, uint64_t now_ms, held_view_t *out);

@@ -229,8 +229,17 @@ static void held_note_admission(uint64_t ms)
 /* The pool a refusal is recorded under: none. */
 static const char held_no_pool[] = "";
 
+uint32_t held_pool_hash(const char *pool)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *s = (const unsigned char *)pool; *s; s++)
+        h = (h ^ *s) * 16777619u;
+    return h ? h : 1;
+}
+
+/* pool_hash: a refusal's, of the pool asked for (0 in the held part). */
 static void held_record_in(held_table_t *t, held_part_t *p, const held_client_t *c, const char *pool,
-                           const char *reason, int status, uint64_t now_ms)
+                           uint32_t pool_hash, const char *reason, int status, uint64_t now_ms)
 {
     uint8_t addr[16];
     uint8_t family = held_key_of(c->addr, addr);
@@ -247,6 +256,10 @@ static void held_record_in(held_table_t *t, held_part_t *p, const held_client_t 
         /* New, or back after a silence long enough to forget it: afresh. */
         held_fill(p, i, family, addr, c, pool, now_ms);
         e->refused = p == &t->refused;
+        words = HELD_ENTRY_WORDS;
+    }
+    if (e->pool_hash != pool_hash) {
+        e->pool_hash = pool_hash;   /* rare: a refused address asking for another pool */
         words = HELD_ENTRY_WORDS;
     }
     /* Not before any admission seen so far, this client's included. */
@@ -268,12 +281,12 @@ static void held_record_in(held_table_t *t, held_part_t *p, const held_client_t 
 
 void held_record(held_table_t *t, const held_client_t *c, const char *reason, int status, uint64_t now_ms)
 {
-    held_record_in(t, &t->held, c, c->pool, reason, status, now_ms);
+    held_record_in(t, &t->held, c, c->pool, 0, reason, status, now_ms);
 }
 
 void held_record_refusal(held_table_t *t, const held_client_t *c, const char *reason, int status, uint64_t now_ms)
 {
-    held_record_in(t, &t->refused, c, held_no_pool, reason, status, now_ms);
+    held_record_in(t, &t->refused, c, held_no_pool, held_pool_hash(c->pool), reason, status, now_ms);
 }
 
 /* Reads slot i of a part another thread owns into *out; false when the
@@ -416,7 +429,7 @@ static int held_cmp_addr(const held_entry_t *x, const held_entry_t *y)
 }
 
 /* By address first, so that a client's entries in both parts lie side by
- * side (held_drop_superseded). */
+ * side, its refusal first (held_drop_superseded). */
 static int held_cmp_key(const void *a, const void *b)
 {
     const held_entry_t *x = a, *y = b;
@@ -424,7 +437,7 @@ static int held_cmp_key(const void *a, const void *b)
     if (c)
         return c;
     if (x->refused != y->refused)
-        return x->refused < y->refused ? -1 : 1;
+        return x->refused > y->refused ? -1 : 1;
     return strcmp(x->pool, y->pool);
 }
 
@@ -461,30 +474,37 @@ static uint64_t held_latest_event(const held_entry_t *e)
     return e->held_ms > e->admitted_ms ? e->held_ms : e->admitted_ms;
 }
 
-/* One address may have an entry in each part: a hold by the verdict (by
+/* One node may have an entry in each part: a hold by the verdict (by
  * address and pool) and a refusal by an admission policy (by address),
  * such as a held node whose token was then rotated out (403 since), or
  * one held UnknownMachine until its Machine showed and then OutOfSkew.
- * What the client got last is its entry with the latest event; the other
- * part's older entry says what it no longer gets, and left in, it would be
- * listed and counted held (issue 20.3: the latest event wins), so it goes
- * from the view. Entries of one part never drop each other: clients
- * behind one address (NAT) asking for other pools are other nodes. Ties
- * stay (one admission ends both). v sorted by held_cmp_key; returns the
- * entries kept, in order. */
+ * They are one node when the refusal's latest request asked for the
+ * hold's pool (pool_hash); then what it got last is the entry with the
+ * later event, and the other, left in, would be listed and counted for
+ * what the node no longer gets (issue 20.3: the latest event wins), so it
+ * goes from the view; on a tie (one admission ends both) the hold stays,
+ * which names the pool. A refusal for another pool is another node behind
+ * the same address (NAT) and drops nothing, as holds of two pools do not.
+ * v sorted by held_cmp_key (a refusal first in its address's run);
+ * returns the entries kept, in order. */
 static size_t held_drop_superseded(held_entry_t *v, size_t n)
 {
     size_t kept = 0;
     for (size_t i = 0; i < n;) {
-        size_t end = i;
-        uint64_t latest[2] = {0, 0};    /* by part: held, refused */
-        for (; end < n && !held_cmp_addr(&v[i], &v[end]); end++) {
-            uint64_t at = held_latest_event(&v[end]);
-            if (at > latest[v[end].refused])
-                latest[v[end].refused] = at;
+        size_t end = i + 1;
+        while (end < n && !held_cmp_addr(&v[i], &v[end]))
+            end++;
+        const held_entry_t *refusal = NULL, *hold = NULL;
+        for (size_t k = i; k < end; k++) {
+            if (v[k].refused)
+                refusal = &v[k];
+            else if (refusal && held_pool_hash(v[k].pool) == refusal->pool_hash)
+                hold = &v[k];
         }
+        bool refusal_goes = hold && held_latest_event(hold) >= held_latest_event(refusal);
+        bool hold_goes = hold && !refusal_goes;
         for (size_t k = i; k < end; k++)
-            if (held_latest_event(&v[k]) >= latest[!v[k].refused])
+            if (!(refusal_goes && &v[k] == refusal) && !(hold_goes && &v[k] == hold))
                 v[kept++] = v[k];
         i = end;
     }

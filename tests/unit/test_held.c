@@ -638,3 +638,45 @@ Test(held, pools_of_one_address_stay_apart)
     held_view_release(&v);
     held_table_destroy(&a);
 }
+
+/* Two nodes behind one address (NAT): A (pool worker) is held and
+ * retrying; B, asking for another pool, is refused 403 by a policy (found
+ * in review). B's later refusal dropped A's hold from the view, so /held
+ * and skewgate_held_clients said nobody was held while A was. */
+Test(held, a_nat_neighbours_refusal_does_not_hide_a_held_node)
+{
+    held_table_t a;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    held_table_t *all[] = {&a};
+    struct sockaddr_storage x = v4("10.0.0.7");
+    held_client_t node_a = client(&x, "worker"), node_b = client(&x, "infra");
+    held_record(&a, &node_a, "OutOfSkew", HELD_STATUS, T0);
+    held_record_refusal(&a, &node_b, "TokenInvalid", 403, T0 + 1000);
+    held_view_t v = collect(all, 1, T0 + 1500);
+    cr_expect_eq(v.n_held, 1, "node A, held and retrying, is not counted held");
+    cr_expect_not_null(find(&v, "10.0.0.7", "worker"), "node A's hold is gone from /held");
+    held_view_release(&v);
+    held_table_destroy(&a);
+}
+
+/* One node held, then refused (token rotated out), then admitted: the
+ * admission ends both entries at once (a tie), and the node is listed
+ * once, by its hold, which names the pool (found in review). */
+Test(held, one_admitted_node_is_listed_once)
+{
+    held_table_t a;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    const held_table_t *peers[] = {&a};
+    held_table_t *all[] = {&a};
+    struct sockaddr_storage x = v4("10.0.0.8");
+    held_client_t w = client(&x, "worker");
+    held_record(&a, &w, "OutOfSkew", HELD_STATUS, T0);
+    held_record_refusal(&a, &w, "TokenInvalid", 403, T0 + 1000);
+    cr_assert(held_admit(&a, peers, 1, &w, T0 + 2000));
+    held_view_t v = collect(all, 1, T0 + 3000);
+    cr_expect_eq(v.n, 1, "one node, %zu entries in /held", v.n);
+    cr_expect_not_null(find(&v, "10.0.0.8", "worker"));
+    cr_expect_eq(v.n_held, 0);
+    held_view_release(&v);
+    held_table_destroy(&a);
+}

@@ -606,3 +606,47 @@ Test(verdict_ctl, last_sync_is_the_views_last_confirmation_across_a_reload)
     report(SOURCE_ABSENT, NULL);
     cr_expect_geq(verdict_ctl_last_sync(ctl), at_reload, "the new source's own sync");
 }
+
+/* REVIEW REPRO (review4): a reload replaces a source that has not synced
+ * (and has not failed yet: it is still connecting). Nothing vouched for
+ * the view since the first reload, yet adopt_replacement takes
+ * "!failing" as "the running source vouched for it up to now" and moves
+ * confirmed_before to the second reload: lastSync reads newer than any
+ * confirmation, and staleness counts from the second reload. Each further
+ * reload of that kind pushes it forward again. */
+Test(verdict_ctl, review_a_second_reload_before_any_sync_does_not_confirm_the_view)
+{
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
+    double at_first_reload = verdict_ctl_last_sync(ctl);
+    cr_assert_gt(at_first_reload, 0);
+    cr_assert(quiet_for(1100));
+    /* The source of the first reload never synced nor failed. */
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
+    cr_expect_eq(verdict_ctl_last_sync(ctl), at_first_reload,
+                 "lastSync moved %.3f s forward at a reload though nothing confirmed the view since the first",
+                 verdict_ctl_last_sync(ctl) - at_first_reload);
+}
+
+/* The same, seen as staleness: max_staleness 500 ms; reload A -> B (B
+ * silent), 300 ms later B -> C, and C fails at once. The view was last
+ * vouched for at the first reload, so it should be stale ~500 ms after
+ * it, not ~500 ms after the second. */
+Test(verdict_ctl, review_staleness_counts_from_the_last_real_confirmation_across_two_reloads)
+{
+    start_with(500);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    config_enforcement_t cfg = enforcement(NULL, 500);
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
+    long long first_reload_at = now_ms();
+    cr_assert(quiet_for(300));
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
+    int before = n_published;
+    report(SOURCE_FAILING, NULL);
+    cr_assert(wait_for_publish(before));
+    cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
+    long long after = now_ms() - first_reload_at;
+    cr_expect_lt(after, 700, "stale %lld ms after the last reload that followed a confirmation", after);
+}
