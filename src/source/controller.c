@@ -24,9 +24,9 @@ struct verdict_ctl {
     bool stale;
     double stale_from;          /* wall seconds staleness counts from, while failing */
     /* When the sources a reload replaced last confirmed the view (wall
-     * seconds; 0: never): the reload's moment when the last one was not
-     * failing (its view was vouched for until then), or else when it last
-     * synced. Until the running source has synced, the view is theirs, so
+     * seconds; 0: never): the reload's moment when the last one had synced
+     * and was not failing (its view was vouched for until then), or else
+     * when it, or the ones before it, last did. Until the running source has synced, the view is theirs, so
      * staleness counts from here, not from the new source's failure
      * (which may come a connect timeout later), and so does what lastSync
      * and skewgate_source_last_sync_timestamp_seconds report. */
@@ -244,9 +244,13 @@ static void adopt_replacement(verdict_ctl_t *ctl)
     if (ctl->source)
         ctl->reconnects_before += source_reconnects(ctl->source);
     struct timespec now = wall_now();
+    /* A source that has synced and is not failing vouches for the view up
+     * to now; one that is failing, or has not synced since a reload began
+     * it (still connecting), vouched for nothing since its last sync or
+     * its predecessors' confirmation. */
     if (!ctl->have_view)
         ctl->confirmed_before = 0;
-    else if (!ctl->failing)
+    else if (ctl->synced && !ctl->failing)
         ctl->confirmed_before = (double)now.tv_sec + now.tv_nsec / 1e9;
     else
         ctl->confirmed_before = verdict_ctl_last_sync(ctl);

@@ -607,14 +607,13 @@ Test(verdict_ctl, last_sync_is_the_views_last_confirmation_across_a_reload)
     cr_expect_geq(verdict_ctl_last_sync(ctl), at_reload, "the new source's own sync");
 }
 
-/* REVIEW REPRO (review4): a reload replaces a source that has not synced
- * (and has not failed yet: it is still connecting). Nothing vouched for
- * the view since the first reload, yet adopt_replacement takes
- * "!failing" as "the running source vouched for it up to now" and moves
- * confirmed_before to the second reload: lastSync reads newer than any
- * confirmation, and staleness counts from the second reload. Each further
- * reload of that kind pushes it forward again. */
-Test(verdict_ctl, review_a_second_reload_before_any_sync_does_not_confirm_the_view)
+/* A reload replaces a source that has not synced (and has not failed
+ * yet: it is still connecting). Nothing vouched for the view since the
+ * first reload, yet "not failing" was taken as "the running source
+ * vouched for it up to now", which moved its confirmation to the second
+ * reload, and each further reload of that kind pushed it forward again
+ * (found in review). */
+Test(verdict_ctl, a_second_reload_before_any_sync_does_not_confirm_the_view)
 {
     start_with(300000);
     report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
@@ -634,7 +633,7 @@ Test(verdict_ctl, review_a_second_reload_before_any_sync_does_not_confirm_the_vi
  * silent), 300 ms later B -> C, and C fails at once. The view was last
  * vouched for at the first reload, so it should be stale ~500 ms after
  * it, not ~500 ms after the second. */
-Test(verdict_ctl, review_staleness_counts_from_the_last_real_confirmation_across_two_reloads)
+Test(verdict_ctl, staleness_counts_from_the_last_real_confirmation_across_two_reloads)
 {
     start_with(500);
     report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
