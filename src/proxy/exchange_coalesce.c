@@ -538,14 +538,16 @@ void exchange_drivers_reconfigure(exchange_ctx_t *x)
             continue;
         }
         const char *why = NULL;
-        uint64_t left = 0;
-        if (coalesce_fetch_upstream(dr->x.fetch) != x->upstream.epoch)
+        uint64_t left = coalesce_fetch_ttl_left(dr->x.fetch);
+        if (left == 0)
+            ;   /* its ttl is over (another worker's lookup may have let it go): its timer is due */
+        else if (coalesce_fetch_upstream(dr->x.fetch) != x->upstream.epoch)
             why = "a fetch kept for coalesce.ttl goes: the upstream moved";
         else if ((left = coalesce_fetch_keep_at_most(dr->x.fetch, ttl)) == 0)
             why = "a fetch kept for coalesce.ttl goes: the reload lowered the ttl to 0 or turned coalescing off";
-        if (why) {
+        if (why || left == 0) {
             exchange_driver_end(&dr->x);
-            if (log_enabled(LOG_DEBUG))
+            if (why && log_enabled(LOG_DEBUG))
                 log_msg(LOG_DEBUG, "coalesce_dropped", "%s", why);
         } else {
             struct timeval tv = clock_timeval(left);
