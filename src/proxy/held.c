@@ -231,9 +231,12 @@ static const char held_no_pool[] = "";
 
 uint32_t held_pool_hash(const char *pool)
 {
+    /* Of what an entry keeps of a pool name (held_copy_text): a long name
+     * hashes as its held entry's copy does. */
     uint32_t h = 2166136261u;
-    for (const unsigned char *s = (const unsigned char *)pool; *s; s++)
-        h = (h ^ *s) * 16777619u;
+    const unsigned char *s = (const unsigned char *)pool;
+    for (size_t i = 0; i + 1 < HELD_POOL_LEN && s[i]; i++)
+        h = (h ^ s[i]) * 16777619u;
     return h ? h : 1;
 }
 

@@ -680,3 +680,24 @@ Test(held, one_admitted_node_is_listed_once)
     held_view_release(&v);
     held_table_destroy(&a);
 }
+
+/* A pool name longer than an entry keeps is told by what it keeps: the
+ * refusal of a long pool's node supersedes that node's hold. */
+Test(held, a_long_pool_name_is_matched_by_what_the_entry_keeps)
+{
+    held_table_t a;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    held_table_t *all[] = {&a};
+    struct sockaddr_storage x = v4("10.0.0.9");
+    char pool[200];
+    memset(pool, 'p', sizeof pool - 1);
+    pool[sizeof pool - 1] = '\0';
+    held_client_t c = client(&x, pool);
+    held_record(&a, &c, "OutOfSkew", HELD_STATUS, T0);
+    held_record_refusal(&a, &c, "TokenInvalid", 403, T0 + 1000);
+    held_view_t v = collect(all, 1, T0 + 2000);
+    cr_expect_eq(v.n, 1, "%zu entries", v.n);
+    cr_expect_eq(v.n_held, 0);
+    held_view_release(&v);
+    held_table_destroy(&a);
+}
