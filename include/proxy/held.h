@@ -147,7 +147,8 @@ void held_record_refusal(held_table_t *t, const held_client_t *c, const char *re
 /* Client c got its config at now_ms. If this table or one of peers[] (the
  * other workers' tables, read only: a node's retries may have come on
  * another worker's connection) holds it now, by its pool or by a refusal
- * of its address, the owner's table records the admission; true when that
+ * of its address whose latest request asked for that pool (another pool's
+ * is a NAT neighbour's), the owner's table records the admission; true when that
  * is news. It counts in admitted_after_hold when the rejection it ends
  * held the node (a 503; not a 403 or an explain answer). Owner thread
  * only. */

@@ -335,10 +335,13 @@ static bool held_peer_lookup(const held_table_t *pt, const held_part_t *p, uint8
  * by address): whether it ends a rejection, the latest event of every
  * table being one. Records it in the owner's part when it does, and says
  * in *was_held whether that rejection held the node (a 503: only then is
- * it an admission after a hold). */
+ * it an admission after a hold). A refusal ends only when its latest
+ * request asked for the admitted pool, admitted_pool (NULL in the held
+ * part, whose key has it): an admission for another pool is a NAT
+ * neighbour's. */
 static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const held_table_t *const *peers,
-                          size_t n_peers, uint8_t family, const uint8_t addr[16], const char *pool, uint64_t now_ms,
-                          bool *was_held)
+                          size_t n_peers, uint8_t family, const uint8_t addr[16], const char *pool,
+                          const char *admitted_pool, uint64_t now_ms, bool *was_held)
 {
     bool found = false;
     int64_t at = -1;
@@ -347,6 +350,7 @@ static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const h
     uint64_t last_hold = found ? p->mine[at].held_ms : 0;
     uint64_t last_admission = found ? p->mine[at].admitted_ms : 0;
     uint16_t last_status = found ? p->mine[at].status : 0;
+    uint32_t last_pool_hash = found ? p->mine[at].pool_hash : 0;
     /* A node's holds and admissions may have come on several workers'
      * connections: the latest of all wins. */
     held_entry_t theirs = {0}, latest = {0};
@@ -359,6 +363,7 @@ static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const h
         if (theirs.held_ms > last_hold) {
             last_hold = theirs.held_ms;
             last_status = theirs.status;
+            last_pool_hash = theirs.pool_hash;
             latest = theirs;
         }
         if (theirs.admitted_ms > last_admission)
@@ -366,6 +371,8 @@ static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const h
     }
     if (last_hold == 0 || last_admission > last_hold)
         return false;       /* never held, or admitted since its latest hold */
+    if (admitted_pool && last_pool_hash != held_pool_hash(admitted_pool))
+        return false;       /* another node's refusal, behind the same address */
     if (!found) {
         /* The hold was another worker's: this part keeps a copy of the
          * entry (the attempts are the peer's) to show the admission. */
@@ -412,9 +419,10 @@ bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peer
     if (!family)
         return false;
     bool was_held = false;
-    bool news = held_admit_in(t, &t->held, false, peers, n_peers, family, addr, c->pool, now_ms, &was_held);
+    bool news = held_admit_in(t, &t->held, false, peers, n_peers, family, addr, c->pool, NULL, now_ms, &was_held);
     /* Getting its config also ends a refusal of its address. */
-    news |= held_admit_in(t, &t->refused, true, peers, n_peers, family, addr, held_no_pool, now_ms, &was_held);
+    news |= held_admit_in(t, &t->refused, true, peers, n_peers, family, addr, held_no_pool, c->pool, now_ms,
+                          &was_held);
     /* A denied or explained node that comes back (rebooted) and is
      * admitted is listed as admitted, but it was not held. */
     if (was_held)
@@ -464,6 +472,7 @@ static void held_merge(held_entry_t *a, const held_entry_t *b)
     if (b->held_ms > a->held_ms) {
         a->held_ms = b->held_ms;
         a->status = b->status;
+        a->pool_hash = b->pool_hash;    /* a refusal's: its latest request's pool */
         memcpy(a->reason, b->reason, sizeof a->reason);
     }
     if (b->last_seen_ms > a->last_seen_ms)
@@ -504,7 +513,10 @@ static size_t held_drop_superseded(held_entry_t *v, size_t n)
             else if (refusal && held_pool_hash(v[k].pool) == refusal->pool_hash)
                 hold = &v[k];
         }
-        bool refusal_goes = hold && held_latest_event(hold) >= held_latest_event(refusal);
+        /* Admitted both: by one admission (each part's written after its
+         * own hold, so not always at one ms) or two; the hold stays. */
+        bool both_admitted = hold && hold->admitted_ms > hold->held_ms && refusal->admitted_ms > refusal->held_ms;
+        bool refusal_goes = hold && (both_admitted || held_latest_event(hold) >= held_latest_event(refusal));
         bool hold_goes = hold && !refusal_goes;
         for (size_t k = i; k < end; k++)
             if (!(refusal_goes && &v[k] == refusal) && !(hold_goes && &v[k] == hold))

@@ -560,7 +560,7 @@ Test(held, an_admission_ends_a_refusal_of_the_address)
     cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
     const held_table_t *peers[] = {&a, &b};
     struct sockaddr_storage x = v4("10.0.0.9");
-    held_client_t refused = client(&x, "anything"), admitted = client(&x, "worker");
+    held_client_t refused = client(&x, "worker"), admitted = client(&x, "worker");
     held_record_refusal(&a, &refused, "TokenMissing", 403, T0);
     cr_assert(held_admit(&b, peers, 2, &admitted, T0 + 1000));
     held_table_t *all[] = {&a, &b};
@@ -698,6 +698,119 @@ Test(held, a_long_pool_name_is_matched_by_what_the_entry_keeps)
     held_view_t v = collect(all, 1, T0 + 2000);
     cr_expect_eq(v.n, 1, "%zu entries", v.n);
     cr_expect_eq(v.n_held, 0);
+    held_view_release(&v);
+    held_table_destroy(&a);
+}
+
+/* A refusal seen by two workers is merged into one entry, which kept the
+ * pool_hash of whichever copy sorted first, not of the latest refused
+ * request (found in review). Address X: node A (pool worker) refused at T0 on
+ * worker a, then held OutOfSkew at T0+1000; its NAT neighbour (pool infra)
+ * refused at T0+2000 on worker b. Address Y: the same with the workers
+ * swapped. The latest refusal is the neighbour's in both, so both holds
+ * must stay listed and counted. */
+Test(held, a_merged_refusal_keeps_the_pool_of_its_latest_request)
+{
+    held_table_t a, b;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
+    held_table_t *all[] = {&a, &b};
+    struct sockaddr_storage x = v4("10.0.1.1"), y = v4("10.0.1.2");
+    held_client_t xw = client(&x, "worker"), xi = client(&x, "infra");
+    held_client_t yw = client(&y, "worker"), yi = client(&y, "infra");
+    held_record_refusal(&a, &xw, "UnknownMachine", HELD_STATUS, T0);
+    held_record(&a, &xw, "OutOfSkew", HELD_STATUS, T0 + 1000);
+    held_record_refusal(&b, &xi, "TokenInvalid", 403, T0 + 2000);
+    held_record_refusal(&b, &yw, "UnknownMachine", HELD_STATUS, T0);
+    held_record(&b, &yw, "OutOfSkew", HELD_STATUS, T0 + 1000);
+    held_record_refusal(&a, &yi, "TokenInvalid", 403, T0 + 2000);
+    held_view_t v = collect(all, 2, T0 + 3000);
+    cr_expect_not_null(find(&v, "10.0.1.1", "worker"),
+                       "X: node A's hold was dropped by a refusal whose latest request was its neighbour's");
+    cr_expect_not_null(find(&v, "10.0.1.2", "worker"),
+                       "Y: node A's hold was dropped by a refusal whose latest request was its neighbour's");
+    cr_expect_eq(v.n_held, 2, "held nodes counted: %zu", v.n_held);
+    held_view_release(&v);
+    held_table_destroy(&a);
+    held_table_destroy(&b);
+}
+
+/* The same merge, the other way: node A held at T0+1000, refused (token
+ * rotated out, pool worker) at T0+2000 on the other worker; a NAT
+ * neighbour's older refusal (pool infra, T0) sits on the first. The latest
+ * refusal is A's own, later than its hold: A is denied, not held. */
+Test(held, a_merged_refusal_of_the_holds_pool_supersedes_it_whichever_worker)
+{
+    held_table_t a, b;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
+    held_table_t *all[] = {&a, &b};
+    struct sockaddr_storage x = v4("10.0.2.1"), y = v4("10.0.2.2");
+    held_client_t xw = client(&x, "worker"), xi = client(&x, "infra");
+    held_client_t yw = client(&y, "worker"), yi = client(&y, "infra");
+    held_record_refusal(&a, &xi, "TokenInvalid", 403, T0);
+    held_record(&a, &xw, "OutOfSkew", HELD_STATUS, T0 + 1000);
+    held_record_refusal(&b, &xw, "TokenInvalid", 403, T0 + 2000);
+    held_record_refusal(&b, &yi, "TokenInvalid", 403, T0);
+    held_record(&b, &yw, "OutOfSkew", HELD_STATUS, T0 + 1000);
+    held_record_refusal(&a, &yw, "TokenInvalid", 403, T0 + 2000);
+    held_view_t v = collect(all, 2, T0 + 3000);
+    cr_expect_null(find(&v, "10.0.2.1", "worker"), "X: a hold its own later refusal superseded is listed");
+    cr_expect_null(find(&v, "10.0.2.2", "worker"), "Y: a hold its own later refusal superseded is listed");
+    cr_expect_eq(v.n_held, 0, "held nodes counted: %zu", v.n_held);
+    held_view_release(&v);
+    held_table_destroy(&a);
+    held_table_destroy(&b);
+}
+
+/* One admission ends a node's hold and its refusal, and the hold stays
+ * listed (it names the pool). The admitting worker's clock may read no
+ * later than the refusal (another worker's cached time): the refusal's
+ * admission is then written at refusal + 1 ms and the hold's at now, no
+ * tie, and the hold went (found in review). */
+Test(held, one_admission_after_a_refusal_on_a_worker_ahead_keeps_the_hold)
+{
+    held_table_t a, b;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
+    held_table_t *all[] = {&a, &b};
+    const held_table_t *peers[] = {&a, &b};
+    struct sockaddr_storage x = v4("10.0.3.1");
+    held_client_t w = client(&x, "worker");
+    held_record(&a, &w, "OutOfSkew", HELD_STATUS, T0);
+    held_record_refusal(&a, &w, "TokenInvalid", 403, T0 + 1000);
+    /* Worker b admits it with a clock reading the refusal's moment. */
+    cr_assert(held_admit(&b, peers, 2, &w, T0 + 1000));
+    held_view_t v = collect(all, 2, T0 + 3000);
+    cr_expect_eq(v.n, 1, "%zu entries", v.n);
+    cr_expect_not_null(find(&v, "10.0.3.1", "worker"), "the admitted node is listed by its refusal (no pool)");
+    cr_expect_eq(v.n_held, 0);
+    held_view_release(&v);
+    held_table_destroy(&a);
+    held_table_destroy(&b);
+}
+
+/* An admission for another pool is a NAT neighbour's: it does not end a
+ * refusal whose latest request asked for this pool, nor count as an
+ * admission after that (UnknownMachine) hold. */
+Test(held, a_neighbours_admission_does_not_end_a_refusal)
+{
+    held_table_t a;
+    cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
+    const held_table_t *peers[] = {&a};
+    held_table_t *all[] = {&a};
+    struct sockaddr_storage x = v4("10.0.4.1");
+    held_client_t w = client(&x, "worker"), i = client(&x, "infra");
+    held_record_refusal(&a, &w, "UnknownMachine", HELD_STATUS, T0);
+    cr_expect_not(held_admit(&a, peers, 1, &i, T0 + 1000), "another pool's admission ended the refusal");
+    held_view_t v = collect(all, 1, T0 + 2000);
+    cr_expect_eq(v.n_held, 1);
+    cr_expect_eq(v.admitted_after_hold, 0);
+    held_view_release(&v);
+    cr_expect(held_admit(&a, peers, 1, &w, T0 + 3000), "its own pool's admission did not end it");
+    v = collect(all, 1, T0 + 4000);
+    cr_expect_eq(v.n_held, 0);
+    cr_expect_eq(v.admitted_after_hold, 1);
     held_view_release(&v);
     held_table_destroy(&a);
 }
