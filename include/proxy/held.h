@@ -182,8 +182,9 @@ bool held_now(const held_entry_t *e);
  * cannot write). */
 const char *held_state_name(const held_entry_t *e);
 
-/* What a refusal keeps of the pool it was asked for: FNV-1a of the part
- * an entry's pool holds (HELD_POOL_LEN - 1 bytes), never 0. */
+/* What a refusal keeps of the pool it was asked for: FNV-1a, from a
+ * basis random to the process, of the part an entry's pool holds
+ * (HELD_POOL_LEN - 1 bytes), never 0. */
 uint32_t held_pool_hash(const char *pool);
 
 /* 0, or -1 when out of memory (*out then empty). */

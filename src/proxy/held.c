@@ -2,7 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <sys/random.h>
 
+#include "core/clock.h"
 #include "core/hash.h"
 #include "http/accept.h"
 #include "proxy/held.h"
@@ -37,8 +39,20 @@ static void held_part_destroy(held_part_t *p)
     p->own = NULL;
 }
 
+/* The pool hash's basis, random once a process (set by the first table,
+ * made before any worker runs): a pool name is the client's word, and
+ * one behind the same address could otherwise pick a name whose hash is
+ * a held node's and have its refusal hide that hold. */
+static uint32_t held_pool_seed;
+
 int held_table_init(held_table_t *t, uint32_t max_clients, uint64_t forget_after_ms)
 {
+    if (!held_pool_seed) {
+        uint32_t seed = 0;
+        if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
+            seed = (uint32_t)(uintptr_t)&seed ^ (uint32_t)clock_monotonic_ns();
+        held_pool_seed = seed | 1;
+    }
     memset(t, 0, sizeof *t);
     t->forget_after_ms = forget_after_ms;
     max_clients = max_clients ? max_clients : 1;
@@ -233,7 +247,7 @@ uint32_t held_pool_hash(const char *pool)
 {
     /* Of what an entry keeps of a pool name (held_copy_text): a long name
      * hashes as its held entry's copy does. */
-    uint32_t h = 2166136261u;
+    uint32_t h = 2166136261u ^ held_pool_seed;
     const unsigned char *s = (const unsigned char *)pool;
     for (size_t i = 0; i + 1 < HELD_POOL_LEN && s[i]; i++)
         h = (h ^ s[i]) * 16777619u;
