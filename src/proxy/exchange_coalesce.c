@@ -538,13 +538,13 @@ void exchange_drivers_reconfigure(exchange_ctx_t *x)
             continue;
         }
         const char *why = NULL;
-        uint64_t left = coalesce_fetch_ttl_left(dr->x.fetch);
-        if (left == 0)
-            ;   /* its ttl is over (another worker's lookup may have let it go): its timer is due */
-        else if (coalesce_fetch_upstream(dr->x.fetch) != x->upstream.epoch)
+        uint64_t left = 0;
+        if (coalesce_fetch_upstream(dr->x.fetch) != x->upstream.epoch)
             why = "a fetch kept for coalesce.ttl goes: the upstream moved";
-        else if ((left = coalesce_fetch_keep_at_most(dr->x.fetch, ttl)) == 0)
+        else if ((left = coalesce_fetch_keep_at_most(dr->x.fetch, ttl)) == 0 && ttl == 0)
             why = "a fetch kept for coalesce.ttl goes: the reload lowered the ttl to 0 or turned coalescing off";
+        /* left 0 with a ttl: its time was over anyway (another worker's
+         * lookup may have let it go first), its timer is due; no line. */
         if (why || left == 0) {
             exchange_driver_end(&dr->x);
             if (why && log_enabled(LOG_DEBUG))

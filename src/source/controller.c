@@ -26,10 +26,11 @@ struct verdict_ctl {
     /* When the sources a reload replaced last confirmed the view (wall
      * seconds; 0: never): the reload's moment when the last one had synced
      * and was not failing (its view was vouched for until then), or else
-     * when it, or the ones before it, last did. Until the running source has synced, the view is theirs, so
-     * staleness counts from here, not from the new source's failure
-     * (which may come a connect timeout later), and so does what lastSync
-     * and skewgate_source_last_sync_timestamp_seconds report. */
+     * when it, or the ones before it, last did. Until the running source
+     * has synced, the view is theirs, so staleness counts from here, not
+     * from the new source's failure (which may come a connect timeout
+     * later), and so does what lastSync and
+     * skewgate_source_last_sync_timestamp_seconds report. */
     double confirmed_before;
     /* The running source has confirmed a view since it started: a reload
      * that replaces the source keeps the last view as the verdict's input,
