@@ -35,6 +35,8 @@ typedef enum {
     RELAY_WAIT,         /* blocked: r->want says on what */
     RELAY_CLIENT_GONE,  /* the client's socket failed: nothing more to deliver */
     RELAY_CUT,          /* the upstream ended or broke the body: r->cut says how */
+    RELAY_FULL,         /* the client is behind and its store may hold no more
+                           (r->want as with RELAY_WAIT, should the owner go on) */
 } relay_result_t;
 
 enum {
@@ -43,6 +45,28 @@ enum {
     RELAY_WANT_UPSTREAM_WRITE = 1u << 2,    /* TLS: a read needs a write first */
 };
 
+/* Where a relay keeps the body its client is not ready for, so that the
+ * upstream is read at the upstream's pace and its connection (and the
+ * slot it holds) come back when the MCS is done, never when the client
+ * is: nginx's proxy_buffering. Chunks of chunk_size bytes come from the
+ * owner, which counts them against its budgets: get gives NULL when the
+ * client may be given no more. */
+typedef struct relay_store_ops {
+    char *(*get)(void *arg);
+    void (*put)(void *arg, char *chunk);
+} relay_store_ops_t;
+
+typedef struct relay_store {
+    const relay_store_ops_t *ops;   /* NULL: no store, a slow client stops upstream reads */
+    void *arg;
+    size_t chunk_size;
+    char **chunks;                  /* oldest first */
+    uint32_t n, cap;
+    size_t first_off;               /* sent of chunks[0] */
+    size_t last_len;                /* filled of chunks[n - 1] */
+    size_t bytes;                   /* held, not yet sent */
+} relay_store_t;
+
 typedef struct relay {
     sockio_t *client, *upstream;
     char *buf;
@@ -50,6 +74,7 @@ typedef struct relay {
     pipe_pool_t *pipes;         /* NULL: never splice */
     int pipe[2];                /* -1 when no splice relay is under way */
     size_t pipe_len;            /* body bytes in the pipe, not yet sent */
+    relay_store_t store;        /* body bytes behind the pipe and the buffer */
     /* framing */
     bool chunked, until_close;
     int64_t body_left;          /* Content-Length bytes still to come */
@@ -67,6 +92,15 @@ typedef struct relay {
 
 /* buf[cap] is the owner's and must outlive the relay. */
 void relay_init(relay_t *r, sockio_t *client, sockio_t *upstream, char *buf, size_t cap, pipe_pool_t *pipes);
+/* From now on the body the client is not ready for is kept in chunks
+ * from ops (relay_store_t) instead of stopping upstream reads. */
+void relay_keep(relay_t *r, const relay_store_ops_t *ops, void *arg, size_t chunk_size);
+/* Bytes read for the client and not yet written to it: the buffer, the
+ * pipe and the store. */
+static inline uint64_t relay_held(const relay_t *r)
+{
+    return (uint64_t)(r->len - r->off) + r->pipe_len + r->store.bytes;
+}
 /* The body as the response head announced it. */
 void relay_frame(relay_t *r, http_body_t body, int64_t content_length);
 /* Body bytes that arrived with the head, now in the buffer at from: how
@@ -77,7 +111,7 @@ ssize_t relay_account(relay_t *r, char *from, size_t len);
 /* Moves bytes until one side would block or the body is out. */
 relay_result_t relay_pump(relay_t *r);
 /* Ends the relay: an empty pipe goes back to the pool, one with bytes
- * left in it is closed. */
+ * left in it is closed; the store's chunks go back to its owner. */
 void relay_end(relay_t *r);
 
 #endif

@@ -231,7 +231,7 @@ static void check_client_prefix(void)
 static void check_accounts(void)
 {
     size_t read_in = src_next - pending(up);
-    size_t held = (r.len - r.off) + r.pipe_len;
+    size_t held = (size_t)relay_held(&r);
     cr_assert_leq(r.off, r.len);
     cr_assert_leq(r.len, cap, "the buffer never holds more than its capacity");
     cr_assert_eq(HEAD_LEN + read_in, r.sent + held, "in %zu = sent %llu + held %zu", HEAD_LEN + read_in,
@@ -259,7 +259,7 @@ static void check_wait(void)
     cr_assert_eq(r.want & RELAY_WANT_UPSTREAM_WRITE, 0u, "plain sockets never need the other direction");
     if (r.want & RELAY_WANT_UPSTREAM_READ)
         cr_assert_eq(pending(up), 0u, "wants to read while the upstream has %zu bytes for it", pending(up));
-    bool holds = r.off < r.len || r.pipe_len > 0;
+    bool holds = relay_held(&r) > 0;
     cr_assert_eq(!!(r.want & RELAY_WANT_CLIENT_WRITE), holds,
                  "wants the client exactly when it holds bytes for it (want %u, holds %d)", r.want, holds);
     check_accounts();
@@ -1105,4 +1105,143 @@ Test(relay, dechunk_gives_the_payload_alone)
         src = NULL;
         got_len = 0;
     }
+}
+
+/* ---- the store: a client behind does not hold the upstream back -------- */
+
+#define CHUNK (64 * 1024)
+static size_t store_chunks, store_max, store_peak;
+
+static char *store_get(void *arg)
+{
+    (void)arg;
+    if (store_chunks >= store_max)
+        return NULL;
+    store_chunks++;
+    if (store_chunks > store_peak)
+        store_peak = store_chunks;
+    char *c = malloc(CHUNK);
+    cr_assert_not_null(c);
+    return c;
+}
+
+static void store_put(void *arg, char *chunk)
+{
+    (void)arg;
+    cr_assert_gt(store_chunks, 0u, "a chunk given back twice");
+    store_chunks--;
+    free(chunk);
+}
+
+static const relay_store_ops_t store_ops = {.get = store_get, .put = store_put};
+
+/* The client reads nothing: with room in the store, the relay reads the
+ * whole body anyway; then the client takes it all, in order. */
+static void whole_body_kept(http_body_t body, size_t n, size_t src_n, pipe_pool_t *pp)
+{
+    set_sndbuf(cli, 4096);
+    store_chunks = store_peak = 0;
+    store_max = SIZE_MAX;
+    start(body, (int64_t)n, 0, pp);
+    relay_keep(&r, &store_ops, NULL, CHUNK);
+    for (int i = 0; i < 1000 && !r.body_done; i++) {
+        feed(src_n);
+        relay_result_t res = relay_pump(&r);
+        cr_assert_eq(res, RELAY_WAIT);
+        check_wait();
+        cr_assert(r.want & RELAY_WANT_CLIENT_WRITE, "the client is behind");
+    }
+    cr_assert(r.body_done, "the upstream was read to the end while the client read nothing");
+    cr_assert_eq(r.want & RELAY_WANT_UPSTREAM_READ, 0u);
+    cr_assert_gt(r.store.bytes, 0u, "the store holds what the client is not ready for");
+    cr_assert_eq(run(0, 100000), RELAY_DONE);
+    drain(1 << 24);
+    cr_assert_eq(store_chunks, 0u, "every chunk went back as it was sent");
+    cr_assert_gt(store_peak, 1u);
+}
+
+Test(relay, store_takes_the_body_a_slow_client_is_not_ready_for)
+{
+    size_t n = 3 << 20;
+    src_pattern(n);
+    whole_body_kept(HTTP_BODY_LENGTH, n, n, NULL);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+    cr_assert_eq(r.sent, HEAD_LEN + n);
+}
+
+Test(relay, store_behind_the_pipe_keeps_the_order)
+{
+    size_t n = 3 << 20;
+    src_pattern(n);
+    whole_body_kept(HTTP_BODY_LENGTH, n, n, &pipes);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+}
+
+Test(relay, store_with_a_chunked_body)
+{
+    /* A chunked body of 2 MiB: chunk headers, payload, the last chunk. */
+    size_t payload = 2 << 20, step = 10000, len = 0;
+    src = malloc(payload + payload / step * 16 + 64);
+    cr_assert_not_null(src);
+    for (size_t at = 0; at < payload; at += step) {
+        size_t k = payload - at < step ? payload - at : step;
+        len += (size_t)sprintf((char *)src + len, "%zx\r\n", k);
+        for (size_t i = 0; i < k; i++)
+            src[len++] = pattern(at + i);
+        memcpy(src + len, "\r\n", 2);
+        len += 2;
+    }
+    memcpy(src + len, "0\r\n\r\n", 5);
+    len += 5;
+    src_len = len;
+    whole_body_kept(HTTP_BODY_CHUNKED, 0, len, NULL);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + len, "relayed verbatim");
+}
+
+Test(relay, store_full_says_so_and_holds_what_it_has)
+{
+    size_t n = 3 << 20;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    store_chunks = store_peak = 0;
+    store_max = 4;
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, NULL);
+    relay_keep(&r, &store_ops, NULL, CHUNK);
+    feed(n);
+    relay_result_t res;
+    for (int i = 0; i < 100 && (res = relay_pump(&r)) == RELAY_WAIT; i++)
+        feed(n);
+    cr_assert_eq(res, RELAY_FULL, "the owner must hear that the store may hold no more");
+    cr_assert_eq(store_chunks, 4u);
+    cr_assert_eq(r.store.bytes, 4u * CHUNK, "every chunk it got is full");
+    cr_assert(r.want & RELAY_WANT_CLIENT_WRITE);
+    check_accounts();
+    /* The owner made room (another reader cut): it goes on, and once the
+     * client reads, all of it arrives in order. */
+    store_max = SIZE_MAX;
+    cr_assert_eq(run(n, 200000), RELAY_DONE);
+    drain(1 << 24);
+    check_client_prefix();
+    cr_assert_eq(got_len, HEAD_LEN + n);
+    cr_assert_eq(store_chunks, 0u);
+}
+
+Test(relay, store_chunks_go_back_when_the_relay_ends_early)
+{
+    size_t n = 3 << 20;
+    src_pattern(n);
+    set_sndbuf(cli, 4096);
+    store_chunks = store_peak = 0;
+    store_max = SIZE_MAX;
+    start(HTTP_BODY_LENGTH, (int64_t)n, 0, NULL);
+    relay_keep(&r, &store_ops, NULL, CHUNK);
+    feed(1 << 20);
+    cr_assert_eq(relay_pump(&r), RELAY_WAIT);
+    cr_assert_gt(store_chunks, 1u);
+    relay_end(&r);
+    cr_assert_eq(store_chunks, 0u, "a cut relay gives its chunks back");
+    cr_assert_null(r.store.chunks);
 }
