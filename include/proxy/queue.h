@@ -1,8 +1,14 @@
 /* queue: the cap on concurrent upstream exchanges of one worker, and the
- * bounded FIFO of those waiting for a slot (DESIGN 2: overflow is a 503,
+ * bounded queue of those waiting for a slot (DESIGN 2: overflow is a 503,
  * which Ignition retries). A waiter is embedded in its owner and told
  * through its callback when it got a slot; leaving the queue early (the
- * client went away, the wait timed out) is O(1). */
+ * client went away, the wait timed out) is O(1).
+ *
+ * First come, first served, but for one thing: a freed slot goes to the
+ * longest waiter whose address holds fewer than per_client slots (a count
+ * its owner keeps, client_table.h), if there is one. So one
+ * address opening hundreds of connections cannot make another's request
+ * wait behind all of its own; alone, it may still use every slot. */
 #ifndef SKEWGATE_QUEUE_H
 #define SKEWGATE_QUEUE_H
 
@@ -13,6 +19,7 @@ typedef struct slot_waiter slot_waiter_t;
 struct slot_waiter {
     slot_waiter_t *prev, *next;
     bool queued;
+    const uint32_t *held;           /* slots its client address holds; NULL: not counted */
     /* The waiter now holds a slot; it gives it back with slot_release. */
     void (*granted)(slot_waiter_t *w);
 };
@@ -20,6 +27,7 @@ struct slot_waiter {
 typedef struct slot_queue {
     uint32_t active, cap;           /* slots in use, and at most */
     uint32_t len, max_len;          /* waiters, and at most */
+    uint32_t per_client;            /* an address's share while others wait; 0: no share */
     slot_waiter_t *head, *tail;
 } slot_queue_t;
 
@@ -28,14 +36,18 @@ void slot_queue_init(slot_queue_t *q, uint32_t cap, uint32_t max_len);
  * they are given back); a higher cap grants the longest waiters at once;
  * waiters beyond a lower max_len stay until served or timed out. */
 void slot_queue_resize(slot_queue_t *q, uint32_t cap, uint32_t max_len);
-/* Takes a slot if one is free. */
+/* An address's share of the slots while others wait (0: none). */
+void slot_queue_per_client(slot_queue_t *q, uint32_t per_client);
+/* Takes a slot if one is free (then nobody waits). */
 bool slot_take(slot_queue_t *q);
-/* Joins the end of the queue: 0, or -1 when the queue is full. */
+/* Joins the queue (w->held, the slots its address holds, set by the
+ * caller): 0, or -1 when the queue is full. */
 int slot_wait(slot_queue_t *q, slot_waiter_t *w, void (*granted)(slot_waiter_t *w));
 /* Leaves the queue without a slot (a no-op when not queued). */
 void slot_cancel(slot_queue_t *q, slot_waiter_t *w);
-/* Gives a slot back; the longest waiters get the free slots, each told
- * through its callback before this returns. */
+/* Gives a slot back; the longest waiters (of an address under its share
+ * first) get the free slots, each told through its callback before this
+ * returns. */
 void slot_release(slot_queue_t *q);
 
 #endif

@@ -7,12 +7,27 @@ void slot_queue_init(slot_queue_t *q, uint32_t cap, uint32_t max_len)
     *q = (slot_queue_t){.cap = cap, .max_len = max_len};
 }
 
+static bool slot_over_share(const slot_queue_t *q, const uint32_t *held)
+{
+    return q->per_client && held && *held >= q->per_client;
+}
+
+/* The longest waiter of an address under its share, else the longest.
+ * A walk of the queue only while its head's address is over its share. */
+static slot_waiter_t *slot_next(const slot_queue_t *q)
+{
+    for (slot_waiter_t *w = q->head; w; w = w->next)
+        if (!slot_over_share(q, w->held))
+            return w;
+    return q->head;
+}
+
 static void slot_grant(slot_queue_t *q)
 {
     /* A granted waiter may fail at once and release its slot again, which
      * re-enters here: the loop then finds the slot already taken. */
     while (q->head && q->active < q->cap) {
-        slot_waiter_t *w = q->head;
+        slot_waiter_t *w = slot_next(q);
         slot_cancel(q, w);
         q->active++;
         w->granted(w);
@@ -24,6 +39,11 @@ void slot_queue_resize(slot_queue_t *q, uint32_t cap, uint32_t max_len)
     q->cap = cap;
     q->max_len = max_len;
     slot_grant(q);
+}
+
+void slot_queue_per_client(slot_queue_t *q, uint32_t per_client)
+{
+    q->per_client = per_client;
 }
 
 bool slot_take(slot_queue_t *q)

@@ -435,3 +435,68 @@ Test(queue, resize_down_keeps_the_slots_in_use_and_the_waiters)
     cr_assert_eq(n_order, 1);
     cr_assert_eq(order[0], 0);
 }
+
+/* ---- an address's share ---------------------------------------------- */
+
+static uint32_t held_by[2];     /* slots held by address 0 (the hog) and 1 */
+
+static void granted_to_address(slot_waiter_t *sw)
+{
+    granted(sw);
+    held_by[sw->held == &held_by[0] ? 0 : 1]++;
+}
+
+Test(queue, a_freed_slot_goes_to_an_address_under_its_share_first)
+{
+    slot_queue_init(&q, 2, N);
+    slot_queue_per_client(&q, 1);
+    held_by[0] = held_by[1] = 0;
+    /* The hog holds both slots and queues 40 more. */
+    cr_assert(slot_take(&q));
+    cr_assert(slot_take(&q));
+    held_by[0] = 2;
+    for (int i = 0; i < 40; i++) {
+        ws[i].w.held = &held_by[0];
+        cr_assert_eq(slot_wait(&q, &ws[i].w, granted_to_address), 0);
+    }
+    /* Another address comes last. */
+    ws[40].w.held = &held_by[1];
+    cr_assert_eq(slot_wait(&q, &ws[40].w, granted_to_address), 0);
+    held_by[0]--;
+    slot_release(&q);
+    cr_assert_eq(n_order, 1);
+    cr_assert_eq(order[0], 40, "the other address got the slot, not the hog's first waiter (%d)", order[0]);
+    /* Nobody else under its share: first come, first served again. */
+    held_by[0]--;
+    slot_release(&q);
+    cr_assert_eq(order[1], 0);
+}
+
+Test(queue, without_a_share_it_is_first_come_first_served)
+{
+    slot_queue_init(&q, 1, N);
+    held_by[0] = held_by[1] = 0;
+    cr_assert(slot_take(&q));
+    held_by[0] = 1;
+    ws[0].w.held = &held_by[0];
+    ws[1].w.held = &held_by[1];
+    cr_assert_eq(slot_wait(&q, &ws[0].w, granted_to_address), 0);
+    cr_assert_eq(slot_wait(&q, &ws[1].w, granted_to_address), 0);
+    held_by[0]--;
+    slot_release(&q);
+    cr_assert_eq(order[0], 0, "per_client 0: no share, the longest waiter");
+}
+
+Test(queue, an_address_alone_may_use_every_slot)
+{
+    slot_queue_init(&q, 3, N);
+    slot_queue_per_client(&q, 1);
+    held_by[0] = 3;
+    cr_assert(slot_take(&q));
+    cr_assert(slot_take(&q));
+    cr_assert(slot_take(&q), "nobody waits: the share does not hold it back");
+    ws[0].w.held = &held_by[0];
+    cr_assert_eq(slot_wait(&q, &ws[0].w, granted_to_address), 0);
+    slot_release(&q);
+    cr_assert_eq(order[0], 0, "over its share, but the only waiter");
+}
