@@ -9,11 +9,27 @@
 #include "http/query.h"
 #include "policy/admission_token.h"
 
-/* Appends s as the inside of a JSON string; never writes past cap. */
-static size_t accesslog_escape(char *out, size_t at, size_t cap, const char *s, size_t len)
+/* A field's room in the line, escaped: every field fits at its longest,
+ * so a line is always whole JSON. A longer value is cut, and says so
+ * ("..."): a 5 KiB query used to run the line out of room halfway
+ * through a key, and the line went out as broken JSON with a NUL in it. */
+enum {
+    ACCESSLOG_SHORT = 64,           /* method, decision, reason */
+    ACCESSLOG_PATH = 1024,
+    ACCESSLOG_POOL = 256,
+    ACCESSLOG_UA = 512,
+    /* the fixed text (time, client, numbers, keys) is under 400 bytes */
+    ACCESSLOG_LINE = 512 + 3 * ACCESSLOG_SHORT + ACCESSLOG_PATH + ACCESSLOG_POOL + ACCESSLOG_UA,
+};
+
+/* Appends s as the inside of a JSON string, at most max bytes of it
+ * (then "..." when s was longer); never writes past cap. */
+static size_t accesslog_escape(char *out, size_t at, size_t cap, const char *s, size_t len, size_t max)
 {
     static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < len && at + 6 < cap; i++) {
+    size_t end = at + max - 3 < cap ? at + max - 3 : cap;
+    size_t i = 0;
+    for (; i < len && at + 6 <= end; i++) {
         unsigned char ch = (unsigned char)s[i];
         if (ch == '"' || ch == '\\') {
             out[at++] = '\\';
@@ -28,6 +44,10 @@ static size_t accesslog_escape(char *out, size_t at, size_t cap, const char *s, 
         } else {
             out[at++] = (char)ch;
         }
+    }
+    if (i < len && at + 3 <= cap) {
+        memcpy(out + at, "...", 3);
+        at += 3;
     }
     return at;
 }
@@ -46,12 +66,13 @@ static const char *accesslog_time(accesslog_clock_t *clk, int *ms)
     return clk->text;
 }
 
-static size_t accesslog_str(char *out, size_t at, size_t cap, const char *key, const char *s, size_t len)
+static size_t accesslog_str(char *out, size_t at, size_t cap, const char *key, const char *s, size_t len,
+                            size_t max)
 {
     at += (size_t)snprintf(out + at, cap - at, ",\"%s\":\"", key);
     if (at >= cap)
         return cap;
-    at = accesslog_escape(out, at, cap, s, len);
+    at = accesslog_escape(out, at, cap, s, len, max);
     if (at + 1 < cap)
         out[at++] = '"';
     return at;
@@ -74,7 +95,7 @@ static const char *accesslog_target(const char *target, size_t *len, char *out, 
 void accesslog_write(accesslog_clock_t *clk, const request_log_t *log, const char *head,
                      const struct sockaddr_storage *peer_addr, bool tls)
 {
-    char line[2048];
+    char line[ACCESSLOG_LINE];
     size_t cap = sizeof line - 2, at;
     int ms;
     const char *when = accesslog_time(clk, &ms);
@@ -87,23 +108,25 @@ void accesslog_write(accesslog_clock_t *clk, const request_log_t *log, const cha
     at = (size_t)snprintf(line, cap, "{\"time\":\"%s.%03dZ\",\"level\":\"info\",\"event\":\"access\",\"client\":\"%s\","
                           "\"client_port\":%u", when, ms, peer, port);
     const char *ib = head ? head : "";
-    at = accesslog_str(line, at, cap, "method", ib + log->method_off, head ? log->method_len : 0);
+    at = accesslog_str(line, at, cap, "method", ib + log->method_off, head ? log->method_len : 0,
+                       ACCESSLOG_SHORT);
     char target_copy[1024];
     size_t target_len = head ? log->path_len : 0;
     const char *target = accesslog_target(ib + log->path_off, &target_len, target_copy, sizeof target_copy);
-    at = accesslog_str(line, at, cap, "path", target, target_len);
-    at = accesslog_str(line, at, cap, "pool", log->pool, strlen(log->pool));
+    at = accesslog_str(line, at, cap, "path", target, target_len, ACCESSLOG_PATH);
+    at = accesslog_str(line, at, cap, "pool", log->pool, strlen(log->pool), ACCESSLOG_POOL);
     const char *decision = request_decision_name(log->decision);
-    at = accesslog_str(line, at, cap, "decision", decision, strlen(decision));
+    at = accesslog_str(line, at, cap, "decision", decision, strlen(decision), ACCESSLOG_SHORT);
     if (log->reason)
-        at = accesslog_str(line, at, cap, "reason", log->reason, strlen(log->reason));
+        at = accesslog_str(line, at, cap, "reason", log->reason, strlen(log->reason), ACCESSLOG_SHORT);
     if (at < cap)
         at += (size_t)snprintf(line + at, cap - at,
                                ",\"status\":%d,\"bytes\":%llu,\"duration\":%.6f,\"upstream_time\":%.6f,\"tls\":%s",
                                log->status, (unsigned long long)log->bytes, dur, up, tls ? "true" : "false");
     if (at > cap)
         at = cap;
-    at = accesslog_str(line, at, cap, "user_agent", ib + log->ua_off, head ? log->ua_len : 0);
+    at = accesslog_str(line, at, cap, "user_agent", ib + log->ua_off, head ? log->ua_len : 0,
+                       ACCESSLOG_UA);
     if (at > cap)
         at = cap;
     line[at++] = '}';
