@@ -83,6 +83,8 @@ typedef struct config_upstream {
     uint64_t idle_timeout_ms;       /* default 60s: idle pooled connection */
     uint32_t max_idle;              /* default 16 pooled idle connections per worker */
     uint32_t max_concurrent;        /* default 64 in flight per gate */
+    uint32_t max_per_client;        /* default 8: one address's share while others wait
+                                       (split like max_concurrent) */
     uint32_t max_queue;             /* default 256 waiting; overflow -> 503 */
     uint64_t queue_timeout_ms;      /* default 10s waiting -> 503 */
 } config_upstream_t;
@@ -138,6 +140,9 @@ typedef struct config_limits {
     uint64_t header_timeout_ms; /* default 10s -> 408 */
     uint64_t idle_timeout_ms;   /* default 120s client keep-alive (above Ignition's 5s) */
     uint64_t send_timeout_ms;   /* default 60s without progress writing to the client */
+    uint32_t max_buffered;      /* default 256 MiB: response bytes kept for clients slower than
+                                   the MCS, whole gate (split evenly across workers) */
+    uint32_t max_buffered_per_client;   /* default 32 MiB: one address's, on each worker */
     uint64_t drain_timeout_ms;  /* default 30s: SIGTERM drain deadline */
 } config_limits_t;
 

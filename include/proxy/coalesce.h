@@ -82,7 +82,7 @@ typedef struct coalesce_reader {
     coalesce_worker_t *cw;
     coalesce_wake_cb wake;          /* the fetch moved on: pump again */
     sockio_t *client;
-    http_conn_variant_t variant;    /* HTTP_CONN_KEEP_ALIVE or HTTP_CONN_CLOSE */
+    http_conn_variant_t variant;    /* the head it is written */
     size_t head_sent, body_sent;
     uint64_t sent;                  /* bytes written to the client */
     bool waiting;
@@ -137,13 +137,15 @@ void coalesce_reader_leave(coalesce_reader_t *r);
 
 /* ---- the driver's side (the exchange that fetches) ------------------- */
 
-/* The head is in: the response will be shared. heads[v] for
- * HTTP_CONN_KEEP_ALIVE and HTTP_CONN_CLOSE are copied; the body buffer of
+/* The head is in: the response will be shared. heads[v], one for each
+ * http_conn_variant_t (a 1.1 reader kept, one closed, a 1.0 reader kept),
+ * are copied; the body buffer of
  * body_len bytes is returned for the driver to fill. NULL: the bodies
  * held gate-wide would exceed 4 x coalesce.max_body, or out of memory;
  * the driver then unshares the fetch. */
-char *coalesce_fetch_shared(coalesce_fetch_t *f, coalesce_worker_t *self, int status, const char *const heads[2],
-                            const size_t head_lens[2], size_t body_len);
+char *coalesce_fetch_shared(coalesce_fetch_t *f, coalesce_worker_t *self, int status,
+                            const char *const heads[HTTP_CONN__COUNT], const size_t head_lens[HTTP_CONN__COUNT],
+                            size_t body_len);
 /* body[0..len) is complete: readers may take it. */
 void coalesce_fetch_publish(coalesce_fetch_t *f, coalesce_worker_t *self, size_t len);
 /* The whole body is in. Kept for coalesce.ttl when that is set and the

@@ -33,7 +33,7 @@ typedef enum {
     CONN_DEADLINE_HEADER,   /* handshake and request head: header_timeout -> 408 */
     CONN_DEADLINE_IDLE,     /* keep-alive between requests: idle_timeout -> close */
     CONN_DEADLINE_QUEUE,    /* waiting for an upstream slot: queue_timeout -> 503 */
-    CONN_DEADLINE_SHARED_READ,  /* reading a shared fetch: coalesce.min_read_rate's bound -> cut */
+    CONN_DEADLINE_READ,         /* a client behind its response: send_timeout + size / coalesce.min_read_rate -> cut */
 } conn_deadline_t;
 
 typedef enum {
@@ -138,6 +138,8 @@ typedef struct conn {
     bool broken;            /* an unframed response was cut: the close is a reset (sockio_abort) */
 
     exchange_t exchange;    /* an admitted request's upstream side */
+    client_share_t *share;  /* its address's entry in the worker's client table, from its
+                               first admitted request on (NULL before, or out of memory) */
     request_log_t log;
 } conn_t;
 

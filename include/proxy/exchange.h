@@ -60,8 +60,9 @@ void exchange_on_client_writable(exchange_t *x);
 bool exchange_client_stalled(exchange_t *x);
 /* The connection's queue deadline passed while waiting for a slot. */
 void exchange_queue_timeout(exchange_t *x);
-/* A reader of a shared fetch did not read it all by its deadline
- * (coalesce.min_read_rate): cut, logged with ClientTooSlow. */
-void exchange_shared_read_timeout(exchange_t *x);
+/* The client did not read its response by its deadline (send_timeout +
+ * the response at coalesce.min_read_rate, counted while bytes waited for
+ * it): cut, logged with ClientTooSlow. */
+void exchange_read_timeout(exchange_t *x);
 
 #endif

@@ -20,6 +20,7 @@
 #include "os/pipe.h"
 #include "os/sockio.h"
 #include "proxy/accesslog.h"
+#include "proxy/client_table.h"
 #include "proxy/coalesce.h"
 #include "proxy/metrics.h"
 #include "proxy/queue.h"
@@ -42,6 +43,7 @@ typedef struct exchange_request {
     const http_request_t *parse;
     const struct sockaddr_storage *peer;    /* the client, for X-Forwarded-For */
     sockio_t *client;                       /* its socket, for as long as the exchange lasts */
+    client_share_t *share;                  /* its address's (the owner's reference; may be NULL) */
     bool http10, is_head, keep_alive;
 } exchange_request_t;
 
@@ -57,7 +59,7 @@ typedef enum { EXCHANGE_END_COMPLETE, EXCHANGE_END_SHORT, EXCHANGE_END_RESET } e
 typedef enum {
     EXCHANGE_WAIT_NONE,         /* no deadline of the exchange's */
     EXCHANGE_WAIT_QUEUE,        /* for an upstream slot: exchange_queue_timeout when due */
-    EXCHANGE_WAIT_SHARED_READ,  /* reading a shared fetch: exchange_shared_read_timeout when due */
+    EXCHANGE_WAIT_READ,         /* the client is behind: exchange_read_timeout when due */
 } exchange_wait_t;
 
 /* How an exchange answers its owner (the connection): handed over at
@@ -129,6 +131,9 @@ typedef struct exchange_ctx {
     const struct timeval *tv_response;
     struct timeval tv_response_own; /* shared_timeout's fallback */
     coalesce_worker_t coalesce;     /* this worker's readers of shared fetches */
+    client_table_t clients;         /* what each client address holds here */
+    uint64_t kept;                  /* bytes in the relays' stores (limits.max_buffered's share) */
+    struct exchange *keepers;       /* the exchanges whose store holds bytes */
     struct exchange_driver *drivers;    /* the fetches this worker drives (or keeps for coalesce.ttl) */
     unsigned fetches_driven;            /* of those, the ones still filling their body */
     void (*on_idle)(void *arg);         /* exchange_ctx_stop's */
@@ -141,6 +146,7 @@ typedef struct exchange {
     exchange_ctx_t *ctx;
     request_log_t *log;
     exchange_gen_t *gen;            /* the configuration it started under; NULL once released */
+    client_share_t *client;         /* its client address's share (a driver: its leader's) */
     slot_waiter_t waiter;
     upstream_conn_t *up;
     char *buf;                      /* from ctx->bufs while the exchange lasts */
@@ -157,7 +163,15 @@ typedef struct exchange {
     /* coalescing */
     bool may_lead;                  /* key is set: lead a fetch for it once a slot is held */
     bool follower;                  /* reads a fetch it did not lead */
-    bool read_deadline;             /* its client's shared-read deadline is set */
+    /* The reader's clock (exchange_read_clock): it runs while bytes wait
+     * for the client, not while the client waits for the MCS. */
+    bool read_clock_on;
+    uint64_t read_used_ms, read_since_ms;
+    /* In ctx->keepers while its store holds bytes, since keep_since_ms,
+     * when keep_sent had gone out: how fast it reads, to cut the slowest. */
+    struct exchange *keep_prev, *keep_next;
+    bool keeping;
+    uint64_t keep_since_ms, keep_sent;
     uint32_t key_len;               /* the share key, at buf + len until the request is sent */
     char *forwarded;                /* a follower's forwarded request (len bytes), should it fall back */
     coalesce_reader_t reader;       /* reader.fetch: the fetch read */

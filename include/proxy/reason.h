@@ -31,7 +31,9 @@ typedef enum {
     GATE_REASON_BAD_PATH,
     GATE_REASON_CLIENT_CLOSED,
     GATE_REASON_CLIENT_SEND_TIMEOUT,
-    GATE_REASON_CLIENT_TOO_SLOW,    /* a shared fetch's reader past coalesce.min_read_rate's deadline */
+    GATE_REASON_CLIENT_TOO_SLOW,    /* a client past its read deadline (coalesce.min_read_rate) */
+    GATE_REASON_CLIENT_OVER_BUDGET, /* the slowest reader when the bytes kept for slow readers
+                                       reached limits.max_buffered (or its address's share) */
     /* the upstream slot */
     GATE_REASON_QUEUE_FULL,
     GATE_REASON_QUEUE_TIMEOUT,

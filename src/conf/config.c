@@ -46,6 +46,9 @@ static const range_t connections_count = {1, 1000000};
 static const range_t headers_count = {1, 10000};
 static const range_t idle_count = {0, 10000};
 static const range_t concurrent_count = {1, 100000};
+static const range_t per_client_count = {1, 100000};
+/* Bytes kept for readers slower than the MCS: at least a config or two. */
+static const range_t buffered_size = {1u << 20, 1ull << 31};
 static const range_t queue_count = {0, 1000000};
 static const range_t port_number = {1, 65535};
 static const range_t held_count = {1, 1000000};
@@ -168,6 +171,7 @@ static const field_t upstream_fields[] = {
     {"idle_timeout", schema_read_duration, UPSTREAM_FIELD(idle_timeout_ms), &positive_duration},
     {"max_idle", schema_read_count, UPSTREAM_FIELD(max_idle), &idle_count},
     {"max_concurrent", schema_read_count, UPSTREAM_FIELD(max_concurrent), &concurrent_count},
+    {"max_per_client", schema_read_count, UPSTREAM_FIELD(max_per_client), &per_client_count},
     {"max_queue", schema_read_count, UPSTREAM_FIELD(max_queue), &queue_count},
     {"queue_timeout", schema_read_duration, UPSTREAM_FIELD(queue_timeout_ms), &positive_duration},
 };
@@ -227,6 +231,8 @@ static const field_t limits_fields[] = {
     {"header_timeout", schema_read_duration, LIMITS_FIELD(header_timeout_ms), &positive_duration},
     {"idle_timeout", schema_read_duration, LIMITS_FIELD(idle_timeout_ms), &positive_duration},
     {"send_timeout", schema_read_duration, LIMITS_FIELD(send_timeout_ms), &positive_duration},
+    {"max_buffered", schema_read_size, LIMITS_FIELD(max_buffered), &buffered_size},
+    {"max_buffered_per_client", schema_read_size, LIMITS_FIELD(max_buffered_per_client), &buffered_size},
     {"drain_timeout", schema_read_duration, LIMITS_FIELD(drain_timeout_ms), &any_duration},
 };
 static const schema_t limits_schema = SCHEMA(limits_fields);
@@ -387,6 +393,7 @@ static int set_defaults(loader_t *ld, config_t *cfg)
     cfg->upstream.idle_timeout_ms = 60000;
     cfg->upstream.max_idle = 16;
     cfg->upstream.max_concurrent = 64;
+    cfg->upstream.max_per_client = 8;
     cfg->upstream.max_queue = 256;
     cfg->upstream.queue_timeout_ms = 10000;
 
@@ -409,6 +416,8 @@ static int set_defaults(loader_t *ld, config_t *cfg)
         .header_timeout_ms = 10000,
         .idle_timeout_ms = 120000,
         .send_timeout_ms = 60000,
+        .max_buffered = 256u << 20,
+        .max_buffered_per_client = 32u << 20,
         .drain_timeout_ms = 30000,
     };
 
@@ -564,6 +573,8 @@ static int validate_limits(loader_t *ld)
     if (l->max_uri_bytes > l->max_header_bytes)
         return schema_fail_at_path(ld, "limits.max_uri_bytes",
                                    "must not exceed limits.max_header_bytes (the request line is part of the header)");
+    if (l->max_buffered_per_client > l->max_buffered)
+        return schema_fail_at_path(ld, "limits.max_buffered_per_client", "must not exceed limits.max_buffered");
     return 0;
 }
 

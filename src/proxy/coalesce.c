@@ -37,8 +37,8 @@ struct coalesce_fetch {
     /* written once, before state leaves FETCH_WAITING */
     int status;
     gate_reason_t reason;
-    char *heads[2];
-    size_t head_lens[2];
+    char *heads[HTTP_CONN__COUNT];  /* by http_conn_variant_t */
+    size_t head_lens[HTTP_CONN__COUNT];
     char *body;
     size_t body_len;
     char key[];                     /* rewrite_share_key's bytes, a copy: one allocation with the fetch */
@@ -199,8 +199,8 @@ static void fetch_unref(coalesce_fetch_t *f)
         held_bytes -= f->body_len;
         pthread_mutex_unlock(&table_lock);
     }
-    free(f->heads[0]);
-    free(f->heads[1]);
+    for (int v = 0; v < HTTP_CONN__COUNT; v++)
+        free(f->heads[v]);
     free(f->body);
     free(f);
 }
@@ -319,8 +319,9 @@ static void fetch_leave_table(coalesce_fetch_t *f)
 
 /* ---- the driver ------------------------------------------------------ */
 
-char *coalesce_fetch_shared(coalesce_fetch_t *f, coalesce_worker_t *self, int status, const char *const heads[2],
-                            const size_t head_lens[2], size_t body_len)
+char *coalesce_fetch_shared(coalesce_fetch_t *f, coalesce_worker_t *self, int status,
+                            const char *const heads[HTTP_CONN__COUNT], const size_t head_lens[HTTP_CONN__COUNT],
+                            size_t body_len)
 {
     pthread_mutex_lock(&table_lock);
     bool room = held_bytes + body_len <= (uint64_t)self->cfg->max_body * COALESCE_HELD_BODIES;
@@ -339,14 +340,13 @@ char *coalesce_fetch_shared(coalesce_fetch_t *f, coalesce_worker_t *self, int st
         pthread_mutex_unlock(&table_lock);
         return NULL;
     }
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < HTTP_CONN__COUNT; v++) {
         f->heads[v] = malloc(head_lens[v]);
-        if (f->heads[v])
-            memcpy(f->heads[v], heads[v], head_lens[v]);
+        if (!f->heads[v])
+            return NULL;
+        memcpy(f->heads[v], heads[v], head_lens[v]);
         f->head_lens[v] = head_lens[v];
     }
-    if (!f->body || !f->heads[0] || !f->heads[1])
-        return NULL;
     atomic_store_explicit(&f->state, FETCH_SHARED, memory_order_release);
     fetch_wake(f, self);
     return f->body;
@@ -491,8 +491,8 @@ coalesce_result_t coalesce_reader_pump(coalesce_reader_t *r, http_conn_variant_t
         break;
     }
     if (r->head_sent == 0 && r->body_sent == 0)
-        r->variant = variant == HTTP_CONN_KEEP_ALIVE ? HTTP_CONN_KEEP_ALIVE : HTTP_CONN_CLOSE;
-    int v = r->variant == HTTP_CONN_KEEP_ALIVE ? 0 : 1;
+        r->variant = variant;
+    int v = r->variant;
     size_t published = atomic_load_explicit(&f->published, memory_order_acquire);
     bool gone;
     if (!reader_write(r, f->heads[v], f->head_lens[v], &r->head_sent, published > 0, &gone))

@@ -176,6 +176,10 @@ void conn_close(conn_t *c)
         return;
     if (c->state == CONN_EXCHANGE)
         exchange_abort(&c->exchange);
+    if (c->share) {
+        client_table_put(&env->exchange.clients, c->share);
+        c->share = NULL;
+    }
     event_del(&c->rev);
     event_del(&c->wev);
     event_del(&c->timer);
@@ -431,7 +435,7 @@ static void conn_exchange_deadline(void *owner, exchange_wait_t wait, uint64_t m
     static const uint8_t kind[] = {
         [EXCHANGE_WAIT_NONE] = CONN_DEADLINE_NONE,
         [EXCHANGE_WAIT_QUEUE] = CONN_DEADLINE_QUEUE,
-        [EXCHANGE_WAIT_SHARED_READ] = CONN_DEADLINE_SHARED_READ,
+        [EXCHANGE_WAIT_READ] = CONN_DEADLINE_READ,
     };
     conn_deadline(owner, (conn_deadline_t)kind[wait], ms);
 }
@@ -570,8 +574,13 @@ static void conn_dispatch(conn_t *c)
      * returns: what it reads of it later is its own (exchange_request_t). */
     c->state = CONN_EXCHANGE;
     conn_arm_read(c, false);
+    /* Looked up once a connection (the PROXY header has told its address
+     * by now), and only for one that goes upstream. */
+    if (!c->share)
+        c->share = client_table_get(&env->exchange.clients, &c->peer);
     exchange_request_t xr = {.head = c->ibuf, .parse = req, .peer = &c->peer, .client = &c->io,
-                             .http10 = c->http10, .is_head = c->is_head, .keep_alive = c->keep_alive};
+                             .share = c->share, .http10 = c->http10, .is_head = c->is_head,
+                             .keep_alive = c->keep_alive};
     exchange_start(&c->exchange, &env->exchange, &xr, c, &conn_exchange_ops, &c->log);
 }
 
@@ -832,9 +841,9 @@ static void conn_on_timer(evutil_socket_t fd, short what, void *arg)
         if (c->state == CONN_EXCHANGE)
             exchange_queue_timeout(&c->exchange);
         break;
-    case CONN_DEADLINE_SHARED_READ:
+    case CONN_DEADLINE_READ:
         if (c->state == CONN_EXCHANGE)
-            exchange_shared_read_timeout(&c->exchange);
+            exchange_read_timeout(&c->exchange);
         break;
     default:
         break;

@@ -8,6 +8,7 @@
 #include "proxy/rewrite.h"
 #include "proxy/shared_timeout.h"
 #include "exchange_coalesce.h"
+#include "exchange_reader.h"
 
 /* Relay buffers: a request head of up to max_header_bytes with the fields
  * the gate adds, or a response head of that size read behind the
@@ -91,6 +92,7 @@ int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, config_t *cfg,
     x->n_workers = n_workers;
     slot_queue_init(&x->slots, exchange_share(up->max_concurrent, n_workers),
                     exchange_share(up->max_queue, n_workers));
+    slot_queue_per_client(&x->slots, exchange_share(up->max_per_client, n_workers));
     upstream_pool_init(&x->upstream, base, up, upstream_tls);
     x->gen = exchange_gen_new(cfg);
     if (!x->gen) {
@@ -105,7 +107,8 @@ int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, config_t *cfg,
     x->head_out_cap = (size_t)lim->max_header_bytes + REWRITE_HEAD_GROWTH(lim->max_headers);
     x->head_out = malloc(x->head_out_cap);
     x->resp_fields = calloc(lim->max_headers, sizeof *x->resp_fields);
-    if (!x->head_out || !x->resp_fields || buf_pool_init(&x->bufs, buf, EXCHANGE_SPARE_BUFS) < 0 ||
+    if (!x->head_out || !x->resp_fields || client_table_init(&x->clients) < 0 ||
+        buf_pool_init(&x->bufs, buf, EXCHANGE_SPARE_BUFS) < 0 ||
         pipe_pool_init(&x->pipes, EXCHANGE_SPARE_PIPES) < 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -135,6 +138,7 @@ int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream
     upstream_pool_reconfigure(&x->upstream, up, upstream_tls, upstream_epoch);
     exchange_drivers_reconfigure(x);
     exchange_response_timeout(x, x->upstream.base);
+    slot_queue_per_client(&x->slots, exchange_share(up->max_per_client, x->n_workers));
     slot_queue_resize(&x->slots, exchange_share(up->max_concurrent, x->n_workers),
                       exchange_share(up->max_queue, x->n_workers));
     return 0;
@@ -174,6 +178,7 @@ void exchange_ctx_destroy(exchange_ctx_t *x)
         pipe_pool_destroy(&x->pipes);
     free(x->head_out);
     free(x->resp_fields);
+    client_table_destroy(&x->clients);
     while (x->retired) {
         exchange_gen_t *g = x->retired;
         x->retired = g->next;
@@ -185,32 +190,51 @@ void exchange_ctx_destroy(exchange_ctx_t *x)
 
 /* ---- the end of an exchange ------------------------------------------ */
 
-/* Everything back: the upstream (to the pool if reuse), the buffer, the
- * pipe, the slot (which the longest waiter then gets). */
-static void exchange_release(exchange_t *x, bool reuse)
+/* The slot is held: its address counts it (queue.h's share). */
+static void exchange_slot_held(exchange_t *x)
 {
-    exchange_ctx_t *ctx = x->ctx;
-    relay_end(&x->relay);
+    x->has_slot = true;
+    if (x->client)
+        x->client->slots++;
+}
+
+/* The upstream connection (to the pool if reuse) and the slot go back:
+ * the exchange is over, or the MCS has sent all of it while the client
+ * still reads what was kept for it. The slot's longest waiter gets it. */
+static void exchange_let_go_upstream(exchange_t *x, bool reuse)
+{
     if (x->up) {
         upstream_release(x->up, reuse);
         x->up = NULL;
     }
+    x->relay.upstream = NULL;
+    /* Time with the upstream, however the exchange ended: the access log
+     * and the metrics tell of the same request. */
+    if (x->log->upstream_start_ns && !x->log->upstream_ns)
+        x->log->upstream_ns = clock_monotonic_ns() - x->log->upstream_start_ns;
+    if (x->has_slot) {
+        x->has_slot = false;
+        if (x->client)
+            x->client->slots--;
+        slot_release(&x->ctx->slots);
+    }
+}
+
+/* Everything back: the upstream (to the pool if reuse), the buffer, the
+ * pipe, the store, the slot (which the longest waiter then gets). */
+static void exchange_release(exchange_t *x, bool reuse)
+{
+    exchange_ctx_t *ctx = x->ctx;
+    relay_end(&x->relay);
     if (x->buf) {
         buf_pool_put(&ctx->bufs, x->buf);
         x->buf = NULL;
     }
     x->log->bytes += x->relay.sent;
     x->relay.sent = 0;
-    /* Time with the upstream, however the exchange ended: the access log
-     * and the metrics tell of the same request. */
-    if (x->log->upstream_start_ns && !x->log->upstream_ns)
-        x->log->upstream_ns = clock_monotonic_ns() - x->log->upstream_start_ns;
     if (x->gen)
         exchange_leave_gen(x);
-    if (x->has_slot) {
-        x->has_slot = false;
-        slot_release(&ctx->slots);
-    }
+    exchange_let_go_upstream(x, reuse);
 }
 
 /* Nothing went to the client yet: answer with an error of our own. */
@@ -289,7 +313,7 @@ static void exchange_granted(slot_waiter_t *w)
 {
     exchange_t *x = (exchange_t *)((char *)w - offsetof(exchange_t, waiter));
     x->ops->deadline(x->owner, EXCHANGE_WAIT_NONE, 0);
-    x->has_slot = true;
+    exchange_slot_held(x);
     exchange_begin(x);
 }
 
@@ -320,7 +344,7 @@ static bool exchange_forward(exchange_t *x, const exchange_request_t *req)
 void exchange_start(exchange_t *x, exchange_ctx_t *ctx, const exchange_request_t *req, void *owner,
                     const exchange_owner_ops_t *ops, request_log_t *log)
 {
-    *x = (exchange_t){.owner = owner, .ops = ops, .ctx = ctx, .log = log, .gen = ctx->gen,
+    *x = (exchange_t){.owner = owner, .ops = ops, .ctx = ctx, .log = log, .gen = ctx->gen, .client = req->share,
                       .http10 = req->http10, .is_head = req->is_head, .keep_alive = req->keep_alive};
     ctx->gen->exchanges++;
     relay_init(&x->relay, req->client, NULL, NULL, 0, NULL);
@@ -333,10 +357,11 @@ static void exchange_upstream_start(exchange_t *x)
 {
     exchange_ctx_t *ctx = x->ctx;
     if (slot_take(&ctx->slots)) {
-        x->has_slot = true;
+        exchange_slot_held(x);
         exchange_begin(x);
         return;
     }
+    x->waiter.held = x->client ? &x->client->slots : NULL;
     if (slot_wait(&ctx->slots, &x->waiter, exchange_granted) < 0) {
         exchange_fail(x, 503, GATE_REASON_QUEUE_FULL);
         return;
@@ -463,6 +488,7 @@ static void exchange_on_head(exchange_t *x, const http_response_t *resp, size_t 
     x->log->status = resp->status;
     x->up_reusable = resp->keep_alive && !x->http10;
     relay_init(r, r->client, &x->up->io, x->buf, x->ctx->bufs.size, &x->ctx->pipes);
+    exchange_keep(x);
     relay_frame(r, resp->body, resp->content_length);
     /* The upstream was asked as HTTP/1.0 for a 1.0 client, yet a broken
      * one may answer chunked: the client gets the payload, ended by the
@@ -562,20 +588,37 @@ static void exchange_read_head(exchange_t *x)
 static void exchange_pump(exchange_t *x)
 {
     relay_t *r = &x->relay;
-    switch (relay_pump(r)) {
-    case RELAY_DONE:
-        exchange_finish(x);
-        return;
-    case RELAY_CLIENT_GONE:
-        exchange_cut(x, GATE_REASON_CLIENT_CLOSED, false);
-        return;
-    case RELAY_CUT:
-        exchange_cut(x, r->cut, true);
-        return;
-    case RELAY_WAIT:
+    for (;;) {
+        switch (relay_pump(r)) {
+        case RELAY_DONE:
+            exchange_finish(x);
+            return;
+        case RELAY_CLIENT_GONE:
+            exchange_cut(x, GATE_REASON_CLIENT_CLOSED, false);
+            return;
+        case RELAY_CUT:
+            exchange_cut(x, r->cut, true);
+            return;
+        case RELAY_FULL:
+            /* Never the MCS's fetch: the slowest reader goes, this one
+             * when nobody else is slower. */
+            if (exchange_keep_evict(x))
+                continue;
+            exchange_cut(x, GATE_REASON_CLIENT_OVER_BUDGET, false);
+            return;
+        case RELAY_WAIT:
+            break;
+        }
         break;
     }
+    /* The MCS has sent it all: its connection and slot are not the
+     * client's to hold while it reads the rest. */
+    if (x->up && r->body_done)
+        exchange_let_go_upstream(x, x->up_reusable && !r->surplus);
+    exchange_read_clock(x, r->want & RELAY_WANT_CLIENT_WRITE, r->sent + relay_held(r));
     x->ops->arm_write(x->owner, r->want & RELAY_WANT_CLIENT_WRITE);
+    if (!x->up)
+        return;
     if (r->want & RELAY_WANT_UPSTREAM_READ)
         upstream_arm_read(x->up, true, x->ctx->tv_response);
     else
@@ -609,8 +652,12 @@ bool exchange_client_stalled(exchange_t *x)
     return false;
 }
 
-void exchange_shared_read_timeout(exchange_t *x)
+void exchange_read_timeout(exchange_t *x)
 {
+    if (x->phase == EXCHANGE_BODY) {
+        exchange_cut(x, GATE_REASON_CLIENT_TOO_SLOW, false);
+        return;
+    }
     if (x->phase != EXCHANGE_FOLLOW || !x->reader.fetch)
         return;
     x->log->reason = gate_reason_name(GATE_REASON_CLIENT_TOO_SLOW);

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "proxy/rewrite.h"
 #include "exchange_coalesce.h"
+#include "exchange_reader.h"
 
 /* The exchange that drives a shared fetch: no connection of its own, so
  * it carries the log fields the exchange writes, and the timer that keeps
@@ -29,13 +30,13 @@ static void exchange_on_ttl(evutil_socket_t fd, short what, void *arg);
 /* ---- coalescing: readers ---------------------------------------------- */
 
 /* What may share a fetch at all: an admitted GET (HEAD renders too but
- * has no body to share; ungated paths are not configs) over HTTP/1.1 (a
- * 1.0 request goes upstream as 1.0). Which fetch it shares is the key's
- * business alone. */
+ * has no body to share; ungated paths are not configs). Which fetch it
+ * shares is the key's business alone: an HTTP/1.0 request goes upstream
+ * as 1.0, so its key (the forwarded request line) is another than a 1.1
+ * request's, and 1.0 requests share with each other only. */
 static bool exchange_coalescible(const exchange_t *x, bool method_get)
 {
-    return x->ctx->cfg->coalesce.enabled && x->log->decision == REQUEST_ADMIT && !x->is_head && !x->http10 &&
-           method_get;
+    return x->ctx->cfg->coalesce.enabled && x->log->decision == REQUEST_ADMIT && !x->is_head && method_get;
 }
 
 /* The share key lives in the exchange's buffer, right after the
@@ -180,27 +181,17 @@ static void exchange_fall_back(exchange_t *x)
     x->ctx->core->upstream_start(x);
 }
 
-/* A shared body lives until its slowest reader is done, and the bodies
- * held at once are bounded gate-wide: a reader has send_timeout plus the
- * body at coalesce.min_read_rate to take it all, from when its head went
- * out (send_timeout alone restarts with every byte taken, so a client
- * trickling bytes would hold the body, and the budget, for good). */
-static void exchange_read_deadline(exchange_t *x)
-{
-    const config_t *cfg = x->ctx->cfg;
-    uint64_t ms = cfg->limits.send_timeout_ms +
-                  (uint64_t)coalesce_body_len(&x->reader) * 1000 / cfg->coalesce.min_read_rate;
-    x->read_deadline = true;
-    x->ops->deadline(x->owner, EXCHANGE_WAIT_SHARED_READ, ms);
-}
-
 void exchange_read_fetch(exchange_t *x)
 {
     int status;
     gate_reason_t why;
-    coalesce_result_t got = coalesce_reader_pump(&x->reader, http_conn_variant(!x->ops->will_close(x->owner), false));
-    if (!x->read_deadline && x->reader.head_sent && (got == COALESCE_WAIT_CLIENT || got == COALESCE_WAIT_FETCH))
-        exchange_read_deadline(x);
+    coalesce_result_t got =
+        coalesce_reader_pump(&x->reader, http_conn_variant(!x->ops->will_close(x->owner), x->http10));
+    /* A shared body lives until its slowest reader is done, and the bodies
+     * held at once are bounded gate-wide: the reader's clock runs while
+     * the fetch has bytes it has not taken (exchange_reader.h). */
+    if (x->reader.head_sent && (got == COALESCE_WAIT_CLIENT || got == COALESCE_WAIT_FETCH))
+        exchange_read_clock(x, got == COALESCE_WAIT_CLIENT, coalesce_body_len(&x->reader));
     switch (got) {
     case COALESCE_WAIT_CLIENT:
         x->log->status = coalesce_status(&x->reader);
@@ -287,7 +278,11 @@ bool exchange_lead(exchange_t *x)
     /* The driver is an exchange of the generation serving now (a reload
      * changes the next fetch's timeouts, not this one's). */
     *d = (exchange_t){.ctx = ctx, .log = &dr->log, .buf = x->buf, .len = x->len, .has_slot = x->has_slot,
-                      .fetch = f, .peer = x, .gen = ctx->gen};
+                      .fetch = f, .peer = x, .gen = ctx->gen, .client = x->client};
+    /* The slot it takes over is counted to the leader's address, for as
+     * long as the driver holds it (it may outlive the leader's connection). */
+    if (d->client)
+        client_table_hold(d->client);
     ctx->gen->exchanges++;
     relay_init(&d->relay, NULL, NULL, NULL, 0, NULL);
     evtimer_assign(&dr->ttl_ev, ctx->upstream.base, exchange_on_ttl, d);
@@ -345,6 +340,8 @@ static void exchange_driver_end(exchange_t *d)
     coalesce_fetch_release(d->fetch);
     if (d->gen)
         ctx->core->leave_gen(d);
+    if (d->client)
+        client_table_put(&ctx->clients, d->client);
     free(dr);
 }
 
@@ -453,23 +450,36 @@ void exchange_share_head(exchange_t *d, const http_response_t *resp, size_t head
     size_t body_len = shareable ? (size_t)resp->content_length : 0;
     char *body = NULL;
     if (shareable && body_len <= ctx->cfg->coalesce.max_body) {
-        /* The keep-alive head has no Connection line; the close head is
-         * the same with that line before the final CRLF (as
-         * rewrite_response_head puts it): one rendering, two heads, one
+        /* The keep-alive head has no Connection line; the others are the
+         * same with their line before the final CRLF (as
+         * rewrite_response_head puts it): one rendering, three heads, one
          * after the other in head_out. */
-        size_t close_len;
-        const char *close_line = http_connection_line(HTTP_CONN_CLOSE, &close_len);
         size_t n = rewrite_response_head(ctx->head_out, ctx->head_out_cap, d->buf + d->off, resp, false,
                                          HTTP_CONN_KEEP_ALIVE);
-        const char *heads[2] = {ctx->head_out, ctx->head_out + n};
-        size_t lens[2] = {n, n + close_len};
-        if (n && 2 * n + close_len <= ctx->head_out_cap) {
-            char *close_head = ctx->head_out + n;
-            memcpy(close_head, ctx->head_out, n - 2);
-            memcpy(close_head + n - 2, close_line, close_len);
-            memcpy(close_head + n - 2 + close_len, "\r\n", 2);
-            body = coalesce_fetch_shared(f, &ctx->coalesce, resp->status, heads, lens, body_len);
+        const char *heads[HTTP_CONN__COUNT];
+        size_t lens[HTTP_CONN__COUNT], at = n;
+        bool fits = n > 0;
+        for (int v = 0; v < HTTP_CONN__COUNT && fits; v++) {
+            size_t line_len;
+            const char *line = http_connection_line((http_conn_variant_t)v, &line_len);
+            if (v == HTTP_CONN_KEEP_ALIVE) {
+                heads[v] = ctx->head_out;
+                lens[v] = n;
+                continue;
+            }
+            fits = at + n + line_len <= ctx->head_out_cap;
+            if (!fits)
+                break;
+            char *h = ctx->head_out + at;
+            memcpy(h, ctx->head_out, n - 2);
+            memcpy(h + n - 2, line, line_len);
+            memcpy(h + n - 2 + line_len, "\r\n", 2);
+            heads[v] = h;
+            lens[v] = n + line_len;
+            at += lens[v];
         }
+        if (fits)
+            body = coalesce_fetch_shared(f, &ctx->coalesce, resp->status, heads, lens, body_len);
     }
     if (!body) {
         coalesce_fetch_unshare(f, &ctx->coalesce);

@@ -74,11 +74,12 @@ static void teardown(void)
 
 static const char HEAD_KA[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
 static const char HEAD_CLOSE[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n";
+static const char HEAD_KA10[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: keep-alive\r\n\r\n";
 
 static char *share(coalesce_fetch_t *f, int status, size_t body_len)
 {
-    const char *heads[2] = {HEAD_KA, HEAD_CLOSE};
-    size_t lens[2] = {sizeof HEAD_KA - 1, sizeof HEAD_CLOSE - 1};
+    const char *heads[HTTP_CONN__COUNT] = {HEAD_KA, HEAD_CLOSE, HEAD_KA10};
+    size_t lens[HTTP_CONN__COUNT] = {sizeof HEAD_KA - 1, sizeof HEAD_CLOSE - 1, sizeof HEAD_KA10 - 1};
     char *body = coalesce_fetch_shared(f, &cw, status, heads, lens, body_len);
     cr_assert_not_null(body);
     return body;
@@ -398,8 +399,8 @@ typedef struct other_worker {
 static void *drive(void *arg)
 {
     other_worker_t *o = arg;
-    const char *heads[2] = {HEAD_KA, HEAD_CLOSE};
-    size_t lens[2] = {sizeof HEAD_KA - 1, sizeof HEAD_CLOSE - 1};
+    const char *heads[HTTP_CONN__COUNT] = {HEAD_KA, HEAD_CLOSE, HEAD_KA10};
+    size_t lens[HTTP_CONN__COUNT] = {sizeof HEAD_KA - 1, sizeof HEAD_CLOSE - 1, sizeof HEAD_KA10 - 1};
     char *body = coalesce_fetch_shared(o->f, &o->cw, 200, heads, lens, 10);
     memcpy(body, "abcdefghij", 10);
     coalesce_fetch_publish(o->f, &o->cw, 10);
@@ -481,8 +482,8 @@ typedef struct sb_race {
 static void *sb_drive(void *arg)
 {
     sb_race_t *s = arg;
-    const char *heads[2] = {HEAD_KA, HEAD_CLOSE};
-    size_t lens[2] = {sizeof HEAD_KA - 1, sizeof HEAD_CLOSE - 1};
+    const char *heads[HTTP_CONN__COUNT] = {HEAD_KA, HEAD_CLOSE, HEAD_KA10};
+    size_t lens[HTTP_CONN__COUNT] = {sizeof HEAD_KA - 1, sizeof HEAD_CLOSE - 1, sizeof HEAD_KA10 - 1};
     for (int n = 1; n <= s->rounds; n++) {
         while (atomic_load_explicit(&s->round, memory_order_acquire) != n)
             ;

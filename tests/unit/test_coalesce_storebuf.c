@@ -247,8 +247,8 @@ static coalesce_fetch_t *drive_new_fetch(client_t *leader)
 
 static char *drive_head(coalesce_fetch_t *f)
 {
-    const char *heads[2] = {HEAD_KA, HEAD_CLOSE};
-    size_t lens[2] = {sizeof HEAD_KA - 1, sizeof HEAD_CLOSE - 1};
+    const char *heads[HTTP_CONN__COUNT] = {HEAD_KA, HEAD_CLOSE, HEAD_KA};
+    size_t lens[HTTP_CONN__COUNT] = {sizeof HEAD_KA - 1, sizeof HEAD_CLOSE - 1, sizeof HEAD_KA - 1};
     sb_now = DRIVER;
     char *body = coalesce_fetch_shared(f, &cw_driver, 200, heads, lens, 10);
     cr_assert_not_null(body);

@@ -1,0 +1,33 @@
+/* exchange_reader: an exchange's client as a reader of its response,
+ * below exchange.c and exchange_coalesce.c, which both call it: the
+ * reader's deadline, and the bytes kept for a reader slower than the MCS
+ * (relay.h's store) within the worker's and its address's budgets.
+ *
+ * The deadline: send_timeout + the response at coalesce.min_read_rate,
+ * counted only while bytes wait for the client (time waiting on a slow
+ * MCS is the MCS's, not the reader's). Past it the reader is cut,
+ * ClientTooSlow: a trickling client would otherwise hold what was kept
+ * for it (a shared body, a store) for as long as it likes, since
+ * send_timeout restarts with every byte taken. */
+#ifndef SKEWGATE_EXCHANGE_READER_H
+#define SKEWGATE_EXCHANGE_READER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proxy/exchange_types.h"
+
+/* behind: bytes wait for the client now (the clock runs); total: the
+ * size of the response as known so far, head included. */
+void exchange_read_clock(exchange_t *x, bool behind, uint64_t total);
+/* The relay keeps what its client is not ready for (call after
+ * relay_init). */
+void exchange_keep(exchange_t *x);
+/* The relay's store gave back its last chunk, or the relay ended. */
+void exchange_keep_end(exchange_t *x);
+/* x's store may hold no more: the slowest reader that stands in its way
+ * (of x's address when that share is what is full, else of the worker)
+ * is cut. false: x is that reader, or nobody else holds anything. */
+bool exchange_keep_evict(exchange_t *x);
+
+#endif

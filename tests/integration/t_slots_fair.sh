@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# No client holds the MCS (issue 27): one address that opens 200
+# connections to a slow MCS cannot make another address's request wait
+# behind all of its own. A freed upstream slot goes to the longest waiter
+# of an address under its share (upstream.max_per_client) first. Before,
+# the queue was first come, first served: the other address's request
+# waited behind ~196 renders of 2 s each and got 503 UpstreamQueueTimeout.
+. "$(dirname "$0")/lib.sh"
+
+certs
+start_bad trickle-body     # 200 body bytes, one every 10 ms: 2 s a request
+MCS_PORT=$BAD_PORT BAD_PID=${PIDS[-1]}
+object="$TMP/mc.yaml"
+set_object automatic-compliant.yaml "$object"
+GATE_WORKERS=1 UPSTREAM_EXTRA="  max_concurrent: 4
+  max_per_client: 2" gate_config "$TMP/gate.yaml" hold "$object" "coalesce:
+  enabled: false
+log:
+  level: debug"
+gate_start "$TMP/gate.yaml"
+
+queued() { [ "$(grep -c '"event":"upstream_queued"' "$GATE_LOG")" -ge "$1" ]; }
+
+note "200 connections from 127.0.0.2: 4 in flight, the rest queued"
+python3 "$ROOT/tests/integration/idle_clients.py" "$PLAIN_PORT" --ready "$TMP/hog.ready" \
+  --query 200 --query-bytes 8 --limit 60 &
+HOG=$!
+PIDS+=($HOG)
+wait_until 30 queued 196 || fail "the 200 requests were not queued: $(grep -c upstream_queued "$GATE_LOG")"
+
+note "one request from 127.0.0.1 gets the next free slot"
+code=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 20 "http://127.0.0.1:$PLAIN_PORT/config/worker")
+echo "127.0.0.1 got: $code"
+[ "${code%% *}" = 200 ] || fail "127.0.0.1 waited behind 127.0.0.2's requests: $code"
+# The upstream goes first: the queued requests of clients that are gone
+# then fail at their connect instead of each starting a render.
+kill "$BAD_PID" 2>/dev/null || true
+kill "$HOG" 2>/dev/null || true
