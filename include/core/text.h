@@ -8,11 +8,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* In place, up to the NUL: control characters (C0 and DEL) become spaces,
- * bytes that are not part of a valid UTF-8 sequence (overlong, surrogate,
- * above U+10FFFF, stray or missing continuation) become '?', and a
- * character cut short by the end of the string is dropped, as truncation
- * leaves one. */
+/* In place, up to the NUL: control characters (C0, DEL and C1) become a
+ * space each, bytes that are not part of a valid UTF-8 sequence (overlong,
+ * surrogate, above U+10FFFF, stray or missing continuation, so a lone
+ * 0x80..0x9F too) become '?' each, and a character cut short by the end of
+ * the string is dropped, as truncation leaves one. Never longer after. */
 void text_sanitize(char *s);
 
 /* Copies src (NULL counts as "") into dst[cap], cap > 0, truncated to fit,

@@ -1,6 +1,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/text.h"
 
@@ -47,21 +48,39 @@ static bool utf8_cut_short(const unsigned char *s)
     return want > 0 && i < want && s[i] == '\0';
 }
 
+/* C0, DEL, and C1 (U+0080..U+009F, 0xC2 0x80..0x9F): a terminal acts on
+ * them (U+009B is CSI on many), so none may reach one. n: the length of
+ * the valid sequence at s. */
+static bool is_control(const unsigned char *s, size_t n)
+{
+    if (n == 1)
+        return s[0] < 0x20 || s[0] == 0x7f;
+    return n == 2 && s[0] == 0xC2 && s[1] <= 0x9F;
+}
+
 void text_sanitize(char *s)
 {
-    unsigned char *p = (unsigned char *)s;
-    while (*p) {
-        size_t n = utf8_sequence_len(p);
-        if (n == 0 && utf8_cut_short(p)) {
-            *p = '\0';
-        } else if (n == 0) {
-            *p++ = '?';
-        } else if (n == 1 && (*p < 0x20 || *p == 0x7f)) {
-            *p++ = ' ';
+    /* Written behind where it reads: a C1 control's two bytes give one
+     * space, so the text never grows and may shrink. */
+    const unsigned char *r = (const unsigned char *)s;
+    unsigned char *w = (unsigned char *)s;
+    while (*r) {
+        size_t n = utf8_sequence_len(r);
+        if (n == 0 && utf8_cut_short(r))
+            break;
+        if (n == 0) {
+            *w++ = '?';
+            r++;
+        } else if (is_control(r, n)) {
+            *w++ = ' ';
+            r += n;
         } else {
-            p += n;
+            memmove(w, r, n);
+            w += n;
+            r += n;
         }
     }
+    *w = '\0';
 }
 
 void text_copy(char *dst, size_t cap, const char *src)

@@ -8,7 +8,8 @@
 # table stores 99 % of max_clients from sequential addresses (4); refusals
 # by the token policy take no held node's room (5). Held means held now:
 # a node answered 403 (deny) or 200 (explain) does not retry, and is
-# listed as denied or explained, not held.
+# listed as denied or explained, not held. A control character a client
+# sends in its User-Agent or pool is shown as a space, never raw.
 . "$(dirname "$0")/lib.sh"
 
 certs
@@ -270,4 +271,21 @@ assert h['held'] == (1 if '$mode' == 'hold' else 0), h
 done
 "$SKEWGATE_BIN" status -c "$TMP/gate.yaml" >"$TMP/status.txt" 2>&1 || true
 grep -q '127.0.0.4 .* held$' "$TMP/status.txt" || fail "status: $(cat "$TMP/status.txt")"
+
+note "a C1 control (U+009B, CSI) in a User-Agent or a pool reaches status as a space"
+code=$(curl -s -o /dev/null -w '%{http_code}' --interface 127.0.0.5 -A $'Ignition/2.14.0 \xc2\x9b31m' \
+  -H "Accept: $ACCEPT" "http://127.0.0.1:$PLAIN_PORT/config/w%C2%9B1m")
+[ "$code" = 503 ] || fail "127.0.0.5 answered $code"
+held_check '
+c = [e for e in h["clients"] if e["address"] == "127.0.0.5"]
+assert len(c) == 1 and c[0]["userAgent"] == "Ignition/2.14.0  31m" and c[0]["pool"] == "w 1m", h
+' || fail "/held: $(held_json | od -c | head -40)"
+for format in text json; do
+  "$SKEWGATE_BIN" status -c "$TMP/gate.yaml" -o $format >"$TMP/status.$format" 2>&1 || true
+  if LC_ALL=C grep -q $'\xc2\x9b' "$TMP/status.$format"; then
+    fail "status -o $format prints a raw CSI: $(od -c "$TMP/status.$format" | grep -m3 302)"
+  fi
+done
+grep -q '^127\.0\.0\.5  *w 1m  *Ignition/2\.14\.0  31m .* held$' "$TMP/status.text" ||
+  fail "status row: $(grep 127.0.0.5 "$TMP/status.text" | od -c)"
 echo "PASS"

@@ -54,12 +54,15 @@ typedef struct kube_client_cbs {
     void (*on_done)(void *arg, const kube_response_t *resp);
 } kube_client_cbs_t;
 
-/* tls_ctx: where the owner keeps its TLS context, read at each connect,
- * so a context the owner replaces (a rotated CA, kube_api_follow_ca) is
- * the next connection's; a connection under way keeps the one it was made
- * with (SSL_new holds a reference). NULL, or a NULL context there: plain
- * HTTP. Each connection verifies ep->host unless insecure. The owner's
- * slot must outlive the client. NULL when out of memory. */
+/* ep->tls (the scheme) says whether a connection is TLS. tls_ctx: where
+ * the owner keeps its TLS context, read at each connect, so a context the
+ * owner replaces (a rotated CA, kube_api_follow_ca) is the next
+ * connection's; a connection under way keeps the one it was made with
+ * (SSL_new holds a reference). For https:// a request without a context
+ * there fails closed, before connecting (never plain HTTP); for http://
+ * the slot is not read and may be NULL. Each connection verifies ep->host
+ * unless insecure. The owner's slot must outlive the client. NULL when out
+ * of memory. */
 kube_client_t *kube_client_new(struct event_base *base, const kube_endpoint_t *ep,
                                SSL_CTX *const *tls_ctx, bool insecure, const kube_client_cbs_t *cbs,
                                void *arg);

@@ -395,12 +395,19 @@ static void do_handshake(kube_client_t *c)
     }
 }
 
+/* The owner's context as it is now (kube_client_new); NULL when it has none. */
+static SSL_CTX *tls_ctx_now(const kube_client_t *c)
+{
+    return c->tls_ctx ? *c->tls_ctx : NULL;
+}
+
 static int start_tls(kube_client_t *c, char *detail, size_t len)
 {
-    bool attached = sockio_attach_ssl(&c->io, SSL_new(*c->tls_ctx)) == 0;
+    SSL_CTX *ctx = tls_ctx_now(c);
+    bool attached = ctx && sockio_attach_ssl(&c->io, SSL_new(ctx)) == 0;
     if (!attached || tls_api_prepare(c->io.ssl, c->ep.host, c->insecure, detail, len) < 0) {
         if (!attached)
-            snprintf(detail, len, "out of memory");
+            snprintf(detail, len, ctx ? "out of memory" : "no TLS context");
         ERR_clear_error();
         return -1;
     }
@@ -411,7 +418,7 @@ static int start_tls(kube_client_t *c, char *detail, size_t len)
 
 static void on_connected(kube_client_t *c)
 {
-    if (!c->tls_ctx || !*c->tls_ctx) {
+    if (!c->ep.tls) {
         c->state = KC_SENDING;
         do_send(c);
         return;
@@ -566,6 +573,13 @@ int kube_client_send(kube_client_t *c, const kube_request_t *r, kube_body_mode_t
                      uint64_t idle_timeout_ms, char *err, size_t errlen)
 {
     kube_client_cancel(c);
+    /* The scheme says TLS: without a context the request (its token
+     * first) would go out in clear, so it does not go out at all. */
+    if (c->ep.tls && !tls_ctx_now(c)) {
+        snprintf(err, errlen, "https://%s: no TLS context to connect with; refusing to send the request in clear",
+                 c->ep.authority);
+        return -1;
+    }
     c->mode = mode;
     c->idle_timeout_ms = idle_timeout_ms;
     c->body_len = c->scanned = 0;
