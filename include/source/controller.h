@@ -40,13 +40,21 @@ int verdict_ctl_start(verdict_ctl_t *ctl, source_t *source);
  * again against the new max_staleness, from the same last sync: a longer
  * bound trusts a stale view again, a shorter one may make it stale now. */
 void verdict_ctl_reconfigure(verdict_ctl_t *ctl, const config_enforcement_t *cfg, reject_mode_t reject_mode);
+/* Which cluster a reload's new source reads, next to the running one. */
+typedef enum {
+    CLUSTER_SAME,   /* the same API server (a rotated CA, a new token path), or a file */
+    CLUSTER_OTHER,  /* another API server: the last view is another cluster's */
+} source_cluster_t;
+
 /* A reload with another source, before its commit: starts it beside the
  * running one (0), or frees it and changes nothing (-1). What it reports
  * is kept, unjudged and unpublished, until verdict_ctl_reconfigure commits
  * the reload or verdict_ctl_drop_replacement refuses it; the running
- * source keeps deciding until then. After the commit the last view stays
- * the verdict's input until the new source reports its own. */
-int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source);
+ * source keeps deciding until then. After the commit, on CLUSTER_SAME the
+ * last view stays the verdict's input until the new source reports its
+ * own; on CLUSTER_OTHER there is no view until then (when_unknown,
+ * SourceUnavailable, and lastSync never), and no settled decision. */
+int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source, source_cluster_t cluster);
 /* A reload refused after verdict_ctl_replace_source: frees the new source;
  * nothing it reported was published. Nothing to do when none waits. */
 void verdict_ctl_drop_replacement(verdict_ctl_t *ctl);

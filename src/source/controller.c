@@ -30,11 +30,13 @@ struct verdict_ctl {
      * has synced, the view is theirs, so staleness counts from here, not
      * from the new source's failure (which may come a connect timeout
      * later), and so does what lastSync and
-     * skewgate_source_last_sync_timestamp_seconds report. */
+     * skewgate_source_last_sync_timestamp_seconds report. 0 after a
+     * reload to another cluster: no view is theirs. */
     double confirmed_before;
     /* The running source has confirmed a view since it started: a reload
-     * that replaces the source keeps the last view as the verdict's input,
-     * but ready waits for the new source's own. */
+     * that replaces the source with one of the same cluster keeps the last
+     * view as the verdict's input, but ready waits for the new source's
+     * own. */
     bool synced;
     /* Reconnects of the sources a reload replaced: the counter the
      * metrics show goes on across a reload instead of falling to 0,
@@ -44,9 +46,10 @@ struct verdict_ctl {
     /* A reload's new source, started beside the running one: what it
      * reports is kept here, unjudged, until the commit judges it with the
      * reload's limits and mode (verdict_ctl_reconfigure) or a refusal
-     * drops it. The last good view it reported, and whether a failure
-     * came after it (or without one). */
+     * drops it. Which cluster it reads, the last good view it reported,
+     * and whether a failure came after it (or without one). */
     source_t *replacement;
+    source_cluster_t replacement_cluster;
     bool replacement_has_view;
     source_state_t replacement_state;
     json_t *replacement_object;
@@ -238,12 +241,26 @@ static void forget_replacement(verdict_ctl_t *ctl)
     ctl->replacement = NULL;
 }
 
+/* Another cluster's source takes over: the view, and the settled decision
+ * kept through Progressing, are the old cluster's and vouch for nothing
+ * here, so the verdict starts from no data, as at start. */
+static void forget_view(verdict_ctl_t *ctl)
+{
+    json_decref(ctl->view_object);
+    ctl->view_object = NULL;
+    ctl->have_view = false;
+    ctl->failing = false;
+    ctl->have_settled = false;
+}
+
 /* The commit: the new source becomes the running one and what it reported
  * while the reload was being built is taken as if it came now. */
 static void adopt_replacement(verdict_ctl_t *ctl)
 {
     if (ctl->source)
         ctl->reconnects_before += source_reconnects(ctl->source);
+    if (ctl->replacement_cluster == CLUSTER_OTHER)
+        forget_view(ctl);
     struct timespec now = wall_now();
     /* A source that has synced and is not failing vouches for the view up
      * to now; one that is failing, or has not synced since a reload began
@@ -328,12 +345,13 @@ void verdict_ctl_reconfigure(verdict_ctl_t *ctl, const config_enforcement_t *cfg
     recompute(ctl);
 }
 
-int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source)
+int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source, source_cluster_t cluster)
 {
     if (!source)
         return -1;
     verdict_ctl_drop_replacement(ctl);
     ctl->replacement = source;
+    ctl->replacement_cluster = cluster;
     source_set_update(source, on_replacement_report, ctl);
     if (source_start(source) < 0) {
         verdict_ctl_drop_replacement(ctl);
