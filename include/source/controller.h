@@ -24,6 +24,12 @@ typedef void (*verdict_publish_fn)(gate_snapshot_t *snap, void *arg);
 verdict_ctl_t *verdict_ctl_new(struct event_base *base, const config_enforcement_t *cfg,
                                reject_mode_t reject_mode, verdict_publish_fn publish, void *arg);
 
+/* The wall clock the controller reads (CLOCK_REALTIME unless set): what
+ * a verdict's since, an override's expiry and lastSync are read on. Tests
+ * step it, as NTP may; durations are on the monotonic clock. */
+typedef struct timespec (*verdict_wall_clock_fn)(void);
+void verdict_ctl_set_wall_clock(verdict_ctl_t *ctl, verdict_wall_clock_fn wall_clock);
+
 /* The update callback to create the source with, arg = the controller:
  *   source_file_new(base, &cfg->file, verdict_ctl_on_source, ctl) */
 void verdict_ctl_on_source(source_state_t state, json_t *object, void *ctl);
@@ -72,8 +78,9 @@ const source_t *verdict_ctl_source(const verdict_ctl_t *ctl);
  * 0: never): by the running source, or, until it has synced, by the ones
  * a reload replaced (up to the reload, unless the last was failing). What
  * /verdict's lastSync and skewgate_source_last_sync_timestamp_seconds
- * report, and where staleness counts from: the alert on it then measures
- * what max_staleness does. */
+ * report; staleness counts from the same moment (on the monotonic clock,
+ * so a step of the wall clock does not move it): the alert on it then
+ * measures what max_staleness does. */
 double verdict_ctl_last_sync(const verdict_ctl_t *ctl);
 /* skewgate_source_reconnects_total: the running source's reconnects and
  * those of every source a reload replaced before it. */

@@ -48,6 +48,7 @@ static const source_ops_t fake_ops = {"fake", fake_start, fake_destroy, fake_rec
 
 static struct event_base *base;
 static struct event *tick;
+static time_t wall_step;    /* how far NTP stepped the controller's wall clock */
 static verdict_ctl_t *ctl;
 static fake_source_t *fake;
 static gate_snapshot_t *published[MAX_PUBLISHED];
@@ -92,6 +93,7 @@ static void setup(void)
     n_published = 0;
     ctl = NULL;
     fake = NULL;
+    wall_step = 0;
 }
 
 static void teardown(void)
@@ -119,6 +121,15 @@ static time_t wall_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return ts.tv_sec;
+}
+
+/* The wall clock, stepped by wall_step: verdict_ctl_set_wall_clock. */
+static struct timespec stepped_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += wall_step;
+    return ts;
 }
 
 static bool wait_for_publish(int count)
@@ -700,4 +711,57 @@ Test(verdict_ctl, staleness_counts_from_the_last_real_confirmation_across_two_re
     cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
     long long after = now_ms() - first_reload_at;
     cr_expect_lt(after, 700, "stale %lld ms after the last reload that followed a confirmation", after);
+}
+
+/* ---- the clocks: staleness is a duration, on the monotonic clock */
+
+/* NTP steps the wall clock forward by hours after boot (a node that came
+ * up with a wrong RTC): the first watch error after a good sync counted
+ * those hours as failing, and the verdict went stale at once, though the
+ * source had confirmed its view a moment before. */
+Test(verdict_ctl, a_wall_clock_step_between_a_sync_and_a_failure_is_no_staleness)
+{
+    const char *why = NULL;
+    start_with(300000);
+    verdict_ctl_set_wall_clock(ctl, stepped_wall);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    wall_step = 3 * 3600;
+    report(SOURCE_FAILING, NULL);
+    cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW, "the step counted as failing: %s",
+                 verdict_reason_name(last()->reason));
+    cr_expect_eq(n_published, 2);
+    cr_expect(verdict_ctl_ready(ctl, &why), "not ready: %s", why);
+}
+
+/* The same across a reload whose new source has not synced: the view
+ * counts as confirmed at the reload, and a step after it is no failure
+ * time either. */
+Test(verdict_ctl, a_wall_clock_step_after_a_reload_is_no_staleness)
+{
+    start_with(300000);
+    verdict_ctl_set_wall_clock(ctl, stepped_wall);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
+    wall_step = 3 * 3600;
+    report(SOURCE_FAILING, NULL);
+    cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW, "the step counted as failing: %s",
+                 verdict_reason_name(last()->reason));
+}
+
+/* Stepped back by hours instead: staleness still comes max_staleness
+ * after the last sync, not hours later nor at once. */
+Test(verdict_ctl, a_wall_clock_stepped_back_does_not_delay_staleness)
+{
+    start_with(300);
+    verdict_ctl_set_wall_clock(ctl, stepped_wall);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    long long synced_at = now_ms();
+    wall_step = -3 * 3600;
+    report(SOURCE_FAILING, NULL);
+    cr_expect_eq(n_published, 2, "stale at once");
+    cr_assert(wait_for_publish(2), "never stale");
+    cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
+    long long after = now_ms() - synced_at;
+    cr_expect(after >= 290 && after < 600, "stale %lld ms after the sync", after);
 }
