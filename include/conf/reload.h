@@ -34,6 +34,11 @@ bool config_source_same(const config_enforcement_t *a, const config_enforcement_
  * with. The paths only: whether the CA file still holds what was loaded
  * from it is the running holder's to say (kube_api_ca_changed). */
 bool config_kube_same(const config_source_kube_t *a, const config_source_kube_t *b);
+/* The same API server as written ("" the in-cluster one), so the same
+ * cluster: what the source and the machines watch knew of the running
+ * one still describes it. Another server is another cluster, which the
+ * old data does not vouch for. */
+bool config_kube_same_server(const config_source_kube_t *a, const config_source_kube_t *b);
 
 /* The loaded configuration and the reloads so far (GET /config,
  * skewgate_config_reloads_total). The main thread's, like its readers. */

@@ -24,6 +24,12 @@ typedef void (*verdict_publish_fn)(gate_snapshot_t *snap, void *arg);
 verdict_ctl_t *verdict_ctl_new(struct event_base *base, const config_enforcement_t *cfg,
                                reject_mode_t reject_mode, verdict_publish_fn publish, void *arg);
 
+/* The wall clock the controller reads (CLOCK_REALTIME unless set): what
+ * a verdict's since, an override's expiry and lastSync are read on. Tests
+ * step it, as NTP may; durations are on the monotonic clock. */
+typedef struct timespec (*verdict_wall_clock_fn)(void);
+void verdict_ctl_set_wall_clock(verdict_ctl_t *ctl, verdict_wall_clock_fn wall_clock);
+
 /* The update callback to create the source with, arg = the controller:
  *   source_file_new(base, &cfg->file, verdict_ctl_on_source, ctl) */
 void verdict_ctl_on_source(source_state_t state, json_t *object, void *ctl);
@@ -40,13 +46,21 @@ int verdict_ctl_start(verdict_ctl_t *ctl, source_t *source);
  * again against the new max_staleness, from the same last sync: a longer
  * bound trusts a stale view again, a shorter one may make it stale now. */
 void verdict_ctl_reconfigure(verdict_ctl_t *ctl, const config_enforcement_t *cfg, reject_mode_t reject_mode);
+/* Which cluster a reload's new source reads, next to the running one. */
+typedef enum {
+    CLUSTER_SAME,   /* the same API server (a rotated CA, a new token path), or a file */
+    CLUSTER_OTHER,  /* another API server: the last view is another cluster's */
+} source_cluster_t;
+
 /* A reload with another source, before its commit: starts it beside the
  * running one (0), or frees it and changes nothing (-1). What it reports
  * is kept, unjudged and unpublished, until verdict_ctl_reconfigure commits
  * the reload or verdict_ctl_drop_replacement refuses it; the running
- * source keeps deciding until then. After the commit the last view stays
- * the verdict's input until the new source reports its own. */
-int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source);
+ * source keeps deciding until then. After the commit, on CLUSTER_SAME the
+ * last view stays the verdict's input until the new source reports its
+ * own; on CLUSTER_OTHER there is no view until then (when_unknown,
+ * SourceUnavailable, and lastSync never), and no settled decision. */
+int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source, source_cluster_t cluster);
 /* A reload refused after verdict_ctl_replace_source: frees the new source;
  * nothing it reported was published. Nothing to do when none waits. */
 void verdict_ctl_drop_replacement(verdict_ctl_t *ctl);
@@ -64,8 +78,9 @@ const source_t *verdict_ctl_source(const verdict_ctl_t *ctl);
  * 0: never): by the running source, or, until it has synced, by the ones
  * a reload replaced (up to the reload, unless the last was failing). What
  * /verdict's lastSync and skewgate_source_last_sync_timestamp_seconds
- * report, and where staleness counts from: the alert on it then measures
- * what max_staleness does. */
+ * report; staleness counts from the same moment (on the monotonic clock,
+ * so a step of the wall clock does not move it): the alert on it then
+ * measures what max_staleness does. */
 double verdict_ctl_last_sync(const verdict_ctl_t *ctl);
 /* skewgate_source_reconnects_total: the running source's reconnects and
  * those of every source a reload replaced before it. */

@@ -39,7 +39,8 @@ struct source {
     struct event_base *base;
     source_update_fn update;
     void *arg;
-    double last_sync;   /* wall-clock seconds of the last confirmed view; 0 = never */
+    double last_sync;   /* wall-clock seconds of the last confirmed view, for people; 0 = never */
+    uint64_t last_sync_ms;  /* the same moment on the monotonic clock, for durations; 0 = never */
     char last_error[512];   /* why it last failed ("" never), kept after it recovers */
     double last_error_at;   /* wall-clock seconds of that failure */
 };
@@ -49,8 +50,12 @@ int source_start(source_t *src);
 void source_free(source_t *src);
 const char *source_kind(const source_t *src);
 /* When the source last confirmed its view (Unix seconds, 0 = never): for
- * staleness and skewgate_source_last_sync_timestamp_seconds. */
+ * lastSync and skewgate_source_last_sync_timestamp_seconds. */
 double source_last_sync(const source_t *src);
+/* The same on the monotonic clock (milliseconds, 0 = never): what
+ * staleness counts from, which an NTP step of the wall clock does not
+ * move. */
+uint64_t source_last_sync_monotonic_ms(const source_t *src);
 /* Why the source last failed and when (wall-clock seconds), for GET
  * /verdict and `skewgate status`; NULL when it never failed. */
 const char *source_last_error(const source_t *src, double *at);

@@ -34,6 +34,7 @@ typedef struct reload_plan {
     unsigned n_msgs;
     const char *new_source_kind;                /* a new verdict source waits for the commit */
     bool source_ca_changed;                     /* ... with the same settings: its CA file changed */
+    source_cluster_t source_cluster;            /* ... reading the same cluster or another */
     /* admission.machines against a new connection (plan_machines), the
      * empty set that holds every client until it has listed, and why. */
     machines_watch_t *machines;
@@ -156,7 +157,7 @@ static int plan_machines(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
     if (!outdated)
         return 0;
     addrset_builder_t none = {0};
-    if (strcmp(g->cfg->enforcement.kubernetes.server, p->cfg->enforcement.kubernetes.server) &&
+    if (!config_kube_same_server(&g->cfg->enforcement.kubernetes, &p->cfg->enforcement.kubernetes) &&
         !(p->no_addresses = addrset_build(&none))) {
         snprintf(err, errlen, "admission.machines: out of memory");
         return -1;
@@ -186,6 +187,17 @@ static void commit_machines(gate_t *g, reload_plan_t *p)
                           : "the same server: its addresses stay until it has listed");
 }
 
+/* The Kubernetes source moved to another server: another cluster, whose
+ * verdict the old view must not decide, as its addresses must not admit
+ * in plan_machines. A file names no cluster: a switch between a file and
+ * the API keeps the last view until the new source reports. */
+static source_cluster_t source_cluster(const config_enforcement_t *running, const config_enforcement_t *next)
+{
+    bool both_kube = running->source == SOURCE_KIND_KUBERNETES && next->source == SOURCE_KIND_KUBERNETES;
+    return both_kube && !config_kube_same_server(&running->kubernetes, &next->kubernetes) ? CLUSTER_OTHER
+                                                                                         : CLUSTER_SAME;
+}
+
 /* Last of the steps that may fail: a new source starts now and may report
  * at once; the controller keeps that report until the commit, so that it
  * is judged with the new limits and mode, and drops the source if the
@@ -201,7 +213,8 @@ static int plan_source(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
             return changed;
     }
     source_t *src = gate_new_source(g, p->cfg);
-    if (verdict_ctl_replace_source(g->ctl, src) < 0) {
+    p->source_cluster = source_cluster(&g->cfg->enforcement, &p->cfg->enforcement);
+    if (verdict_ctl_replace_source(g->ctl, src, p->source_cluster) < 0) {
         snprintf(err, errlen, "enforcement: the new verdict source did not start");
         return -1;
     }
@@ -222,7 +235,9 @@ static void reload_commit(gate_t *g, reload_plan_t *p)
 {
     if (p->new_source_kind)
         log_msg(LOG_INFO, "reload", "verdict source now %s%s", p->new_source_kind,
-                p->source_ca_changed ? " (the same settings; its CA file changed)" : "");
+                p->source_ca_changed                 ? " (the same settings; its CA file changed)"
+                : p->source_cluster == CLUSTER_OTHER ? " (another server: the old cluster's view no longer decides)"
+                                                     : "");
     verdict_ctl_reconfigure(g->ctl, &p->cfg->enforcement, p->cfg->gate.reject_mode);
     log_set_level(p->cfg->log.level);
     if (g->admin)

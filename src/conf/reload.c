@@ -141,7 +141,12 @@ bool config_source_same(const config_enforcement_t *a, const config_enforcement_
 
 bool config_kube_same(const config_source_kube_t *a, const config_source_kube_t *b)
 {
-    return same_text(a->server, b->server) && same_text(a->ca_file, b->ca_file) &&
+    return config_kube_same_server(a, b) && same_text(a->ca_file, b->ca_file) &&
            same_text(a->token_file, b->token_file) && a->insecure_skip_tls_verify == b->insecure_skip_tls_verify &&
            a->watch_timeout_ms == b->watch_timeout_ms;
+}
+
+bool config_kube_same_server(const config_source_kube_t *a, const config_source_kube_t *b)
+{
+    return same_text(a->server, b->server);
 }

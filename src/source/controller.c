@@ -14,6 +14,7 @@ struct verdict_ctl {
     reject_mode_t reject_mode;
     verdict_publish_fn publish;
     void *publish_arg;
+    verdict_wall_clock_fn wall_clock;
     source_t *source;
 
     /* The source's last good view: kept while it fails, until too stale. */
@@ -22,19 +23,22 @@ struct verdict_ctl {
     json_t *view_object;
     bool failing;
     bool stale;
-    double stale_from;          /* wall seconds staleness counts from, while failing */
-    /* When the sources a reload replaced last confirmed the view (wall
-     * seconds; 0: never): the reload's moment when the last one had synced
-     * and was not failing (its view was vouched for until then), or else
-     * when it, or the ones before it, last did. Until the running source
-     * has synced, the view is theirs, so staleness counts from here, not
-     * from the new source's failure (which may come a connect timeout
-     * later), and so does what lastSync and
-     * skewgate_source_last_sync_timestamp_seconds report. */
+    uint64_t stale_from_ms;     /* monotonic ms staleness counts from, while failing */
+    /* When the sources a reload replaced last confirmed the view (0:
+     * never): the reload's moment when the last one had synced and was
+     * not failing (its view was vouched for until then), or else when it,
+     * or the ones before it, last did. Until the running source has
+     * synced, the view is theirs, so staleness counts from here (on the
+     * monotonic clock: _ms), not from the new source's failure (which may
+     * come a connect timeout later), and so does what lastSync and
+     * skewgate_source_last_sync_timestamp_seconds report (wall seconds).
+     * 0 after a reload to another cluster: no view is theirs. */
     double confirmed_before;
+    uint64_t confirmed_before_ms;
     /* The running source has confirmed a view since it started: a reload
-     * that replaces the source keeps the last view as the verdict's input,
-     * but ready waits for the new source's own. */
+     * that replaces the source with one of the same cluster keeps the last
+     * view as the verdict's input, but ready waits for the new source's
+     * own. */
     bool synced;
     /* Reconnects of the sources a reload replaced: the counter the
      * metrics show goes on across a reload instead of falling to 0,
@@ -44,9 +48,10 @@ struct verdict_ctl {
     /* A reload's new source, started beside the running one: what it
      * reports is kept here, unjudged, until the commit judges it with the
      * reload's limits and mode (verdict_ctl_reconfigure) or a refusal
-     * drops it. The last good view it reported, and whether a failure
-     * came after it (or without one). */
+     * drops it. Which cluster it reads, the last good view it reported,
+     * and whether a failure came after it (or without one). */
     source_t *replacement;
+    source_cluster_t replacement_cluster;
     bool replacement_has_view;
     source_state_t replacement_state;
     json_t *replacement_object;
@@ -119,7 +124,7 @@ static void arm_override_timer(verdict_ctl_t *ctl, const json_t *object, struct 
 
 static void recompute(verdict_ctl_t *ctl)
 {
-    struct timespec now = wall_now();
+    struct timespec now = ctl->wall_clock();
     verdict_input_t in = {
         .limits = ctl->limits,
         .policy = ctl->policy,
@@ -152,26 +157,33 @@ static void recompute(verdict_ctl_t *ctl)
         publish_current(ctl);
 }
 
-/* Stale once max_staleness has passed since stale_from; until then the
+/* Staleness is a duration, so it is measured on the monotonic clock: an
+ * NTP step of the wall clock after boot is no time spent failing. */
+static uint64_t monotonic_ms(void) { return clock_monotonic_ns() / 1000000; }
+
+/* verdict_ctl_last_sync on the monotonic clock (0: never). */
+static uint64_t view_confirmed_ms(const verdict_ctl_t *ctl)
+{
+    uint64_t last = ctl->source ? source_last_sync_monotonic_ms(ctl->source) : 0;
+    return last > 0 ? last : ctl->confirmed_before_ms;
+}
+
+/* Stale once max_staleness has passed since stale_from_ms; until then the
  * timer wakes the controller at that moment. Run when a failure begins and
  * again by each reload, whose max_staleness may be longer (a stale view is
  * trusted again) or shorter (it may be stale already). */
-static void judge_staleness(verdict_ctl_t *ctl)
+static void judge_staleness(verdict_ctl_t *ctl, uint64_t now_ms)
 {
     evtimer_del(ctl->stale_timer);
     ctl->stale = false;
     if (!ctl->failing)
         return;
-    struct timespec now = wall_now();
-    double now_s = (double)now.tv_sec + now.tv_nsec / 1e9;
-    double left_ms = (ctl->stale_from - now_s) * 1000 + (double)ctl->max_staleness_ms;
-    if (left_ms > (double)ctl->max_staleness_ms)
-        left_ms = (double)ctl->max_staleness_ms;  /* the wall clock stepped back */
-    if (left_ms <= 0) {
+    uint64_t stale_at_ms = ctl->stale_from_ms + ctl->max_staleness_ms;
+    if (stale_at_ms <= now_ms) {
         ctl->stale = true;
         return;
     }
-    struct timeval delay = clock_timeval((uint64_t)left_ms + 1);
+    struct timeval delay = clock_timeval(stale_at_ms - now_ms);
     evtimer_add(ctl->stale_timer, &delay);
 }
 
@@ -179,17 +191,17 @@ static void judge_staleness(verdict_ctl_t *ctl)
  * failure report: a source may notice a failure late. A reload's new
  * source that never confirmed one (the view is still the old source's)
  * counts from when the old one last vouched for it, or else from now. */
-static void begin_failing(verdict_ctl_t *ctl)
+static void begin_failing(verdict_ctl_t *ctl, uint64_t now_ms)
 {
-    struct timespec now = wall_now();
-    double last = verdict_ctl_last_sync(ctl);
+    uint64_t last_ms = view_confirmed_ms(ctl);
     ctl->failing = true;
-    ctl->stale_from = last > 0 ? last : (double)now.tv_sec + now.tv_nsec / 1e9;
-    judge_staleness(ctl);
+    ctl->stale_from_ms = last_ms > 0 ? last_ms : now_ms;
+    judge_staleness(ctl, now_ms);
 }
 
-/* A report of the running source, judged by the caller. */
-static void take_report(verdict_ctl_t *ctl, source_state_t state, json_t *object)
+/* A report of the running source, judged by the caller; now_ms is the
+ * monotonic clock's reading. */
+static void take_report(verdict_ctl_t *ctl, source_state_t state, json_t *object, uint64_t now_ms)
 {
     if (state == SOURCE_PRESENT || state == SOURCE_ABSENT) {
         json_t *kept = state == SOURCE_PRESENT ? json_incref(object) : NULL;
@@ -199,16 +211,21 @@ static void take_report(verdict_ctl_t *ctl, source_state_t state, json_t *object
         ctl->have_view = true;
         ctl->synced = true;
         ctl->failing = false;
-        judge_staleness(ctl);
+        judge_staleness(ctl, now_ms);
     } else if (!ctl->failing) {
-        begin_failing(ctl);
+        begin_failing(ctl, now_ms);
     }
+}
+
+void verdict_ctl_set_wall_clock(verdict_ctl_t *ctl, verdict_wall_clock_fn wall_clock)
+{
+    ctl->wall_clock = wall_clock;
 }
 
 void verdict_ctl_on_source(source_state_t state, json_t *object, void *arg)
 {
     verdict_ctl_t *ctl = arg;
-    take_report(ctl, state, object);
+    take_report(ctl, state, object, monotonic_ms());
     recompute(ctl);
 }
 
@@ -238,31 +255,55 @@ static void forget_replacement(verdict_ctl_t *ctl)
     ctl->replacement = NULL;
 }
 
+/* Another cluster's source takes over: the view, and the settled decision
+ * kept through Progressing, are the old cluster's and vouch for nothing
+ * here, so the verdict starts from no data, as at start. */
+static void forget_view(verdict_ctl_t *ctl)
+{
+    json_decref(ctl->view_object);
+    ctl->view_object = NULL;
+    ctl->have_view = false;
+    ctl->failing = false;
+    ctl->have_settled = false;
+}
+
+/* At a reload's commit, before the running source goes: when its view
+ * was last vouched for, on both clocks. A source that has synced and is
+ * not failing vouches for the view up to now; one that is failing, or has
+ * not synced since a reload began it (still connecting), vouched for
+ * nothing since its last sync or its predecessors' confirmation. */
+static void keep_confirmation(verdict_ctl_t *ctl, uint64_t now_ms)
+{
+    if (!ctl->have_view) {
+        ctl->confirmed_before = 0;
+        ctl->confirmed_before_ms = 0;
+    } else if (ctl->synced && !ctl->failing) {
+        struct timespec now = ctl->wall_clock();
+        ctl->confirmed_before = (double)now.tv_sec + now.tv_nsec / 1e9;
+        ctl->confirmed_before_ms = now_ms;
+    } else {
+        ctl->confirmed_before = verdict_ctl_last_sync(ctl);
+        ctl->confirmed_before_ms = view_confirmed_ms(ctl);
+    }
+}
+
 /* The commit: the new source becomes the running one and what it reported
  * while the reload was being built is taken as if it came now. */
-static void adopt_replacement(verdict_ctl_t *ctl)
+static void adopt_replacement(verdict_ctl_t *ctl, uint64_t now_ms)
 {
     if (ctl->source)
         ctl->reconnects_before += source_reconnects(ctl->source);
-    struct timespec now = wall_now();
-    /* A source that has synced and is not failing vouches for the view up
-     * to now; one that is failing, or has not synced since a reload began
-     * it (still connecting), vouched for nothing since its last sync or
-     * its predecessors' confirmation. */
-    if (!ctl->have_view)
-        ctl->confirmed_before = 0;
-    else if (ctl->synced && !ctl->failing)
-        ctl->confirmed_before = (double)now.tv_sec + now.tv_nsec / 1e9;
-    else
-        ctl->confirmed_before = verdict_ctl_last_sync(ctl);
+    if (ctl->replacement_cluster == CLUSTER_OTHER)
+        forget_view(ctl);
+    keep_confirmation(ctl, now_ms);
     source_free(ctl->source);
     ctl->source = ctl->replacement;
     source_set_update(ctl->source, verdict_ctl_on_source, ctl);
     ctl->synced = false;
     if (ctl->replacement_has_view)
-        take_report(ctl, ctl->replacement_state, ctl->replacement_object);
+        take_report(ctl, ctl->replacement_state, ctl->replacement_object, now_ms);
     if (ctl->replacement_failing)
-        take_report(ctl, SOURCE_FAILING, NULL);
+        take_report(ctl, SOURCE_FAILING, NULL, now_ms);
     forget_replacement(ctl);
 }
 
@@ -294,6 +335,7 @@ verdict_ctl_t *verdict_ctl_new(struct event_base *base, const config_enforcement
     ctl->reject_mode = reject_mode;
     ctl->publish = publish;
     ctl->publish_arg = arg;
+    ctl->wall_clock = wall_now;
     ctl->stale_timer = evtimer_new(base, on_stale, ctl);
     ctl->override_timer = evtimer_new(base, on_override_expiry, ctl);
     if (!ctl->stale_timer || !ctl->override_timer) {
@@ -322,18 +364,20 @@ void verdict_ctl_reconfigure(verdict_ctl_t *ctl, const config_enforcement_t *cfg
     ctl->policy = cfg->policy;
     ctl->max_staleness_ms = cfg->max_staleness_ms;
     ctl->reject_mode = reject_mode;
+    uint64_t now_ms = monotonic_ms();
     if (ctl->replacement)
-        adopt_replacement(ctl);
-    judge_staleness(ctl);
+        adopt_replacement(ctl, now_ms);
+    judge_staleness(ctl, now_ms);
     recompute(ctl);
 }
 
-int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source)
+int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source, source_cluster_t cluster)
 {
     if (!source)
         return -1;
     verdict_ctl_drop_replacement(ctl);
     ctl->replacement = source;
+    ctl->replacement_cluster = cluster;
     source_set_update(source, on_replacement_report, ctl);
     if (source_start(source) < 0) {
         verdict_ctl_drop_replacement(ctl);

@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "source/source.h"
 
 void source_init(source_t *src, const source_ops_t *ops, struct event_base *base,
@@ -26,6 +27,8 @@ void source_free(source_t *src)
 const char *source_kind(const source_t *src) { return src->ops->kind; }
 
 double source_last_sync(const source_t *src) { return src->last_sync; }
+
+uint64_t source_last_sync_monotonic_ms(const source_t *src) { return src->last_sync_ms; }
 
 uint64_t source_reconnects(const source_t *src)
 {
@@ -58,9 +61,8 @@ void source_error(source_t *src, const char *why)
 
 void source_synced(source_t *src)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    src->last_sync = (double)now.tv_sec + now.tv_nsec / 1e9;
+    src->last_sync = wall_now();
+    src->last_sync_ms = clock_monotonic_ns() / 1000000;
 }
 
 void source_report(source_t *src, source_state_t state, json_t *object)

@@ -166,6 +166,9 @@ Test(reload, kube_connection_by_every_setting_but_the_object_name)
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
         cr_expect_not(config_kube_same(&a->enforcement.kubernetes, &other[i]->enforcement.kubernetes), "other %zu", i);
         cr_expect_not(config_source_same(&a->enforcement, &other[i]->enforcement), "other %zu", i);
+        /* Only another server is another cluster (the first). */
+        cr_expect_eq(config_kube_same_server(&a->enforcement.kubernetes, &other[i]->enforcement.kubernetes), i > 0,
+                     "same server %zu", i);
         config_unref(other[i]);
     }
     config_unref(a);

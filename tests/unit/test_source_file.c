@@ -150,6 +150,7 @@ Test(source_file, initial_read)
     cr_expect_eq(seen.state, SOURCE_PRESENT);
     cr_expect_str_eq(seen_rv(), "1");
     cr_expect_gt(source_last_sync(src), 0);
+    cr_expect_gt(source_last_sync_monotonic_ms(src), 0);
 }
 
 Test(source_file, in_place_rewrite_within_a_second)

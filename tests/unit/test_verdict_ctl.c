@@ -48,6 +48,7 @@ static const source_ops_t fake_ops = {"fake", fake_start, fake_destroy, fake_rec
 
 static struct event_base *base;
 static struct event *tick;
+static time_t wall_step;    /* how far NTP stepped the controller's wall clock */
 static verdict_ctl_t *ctl;
 static fake_source_t *fake;
 static gate_snapshot_t *published[MAX_PUBLISHED];
@@ -92,6 +93,7 @@ static void setup(void)
     n_published = 0;
     ctl = NULL;
     fake = NULL;
+    wall_step = 0;
 }
 
 static void teardown(void)
@@ -119,6 +121,15 @@ static time_t wall_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return ts.tv_sec;
+}
+
+/* The wall clock, stepped by wall_step: verdict_ctl_set_wall_clock. */
+static struct timespec stepped_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += wall_step;
+    return ts;
 }
 
 static bool wait_for_publish(int count)
@@ -356,13 +367,20 @@ static fake_source_t *next_source(json_t *at_start, bool fail_at_start)
 /* gate_reload's order: the new source starts while the reload is built,
  * the commit comes after. The old one is freed at the commit (ASan: no
  * leak, no use after free). */
-static void replace_and_commit(fake_source_t *next, const config_enforcement_t *cfg, reject_mode_t mode)
+static void replace_in_cluster_and_commit(fake_source_t *next, source_cluster_t cluster,
+                                          const config_enforcement_t *cfg, reject_mode_t mode)
 {
-    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
+    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base, cluster), 0);
     cr_expect(next->started);
     verdict_ctl_reconfigure(ctl, cfg, mode);
     fake = next;
     cr_expect_eq(verdict_ctl_source(ctl), &next->base);
+}
+
+/* A new source on the same cluster (a rotated CA, a new token path). */
+static void replace_and_commit(fake_source_t *next, const config_enforcement_t *cfg, reject_mode_t mode)
+{
+    replace_in_cluster_and_commit(next, CLUSTER_SAME, cfg, mode);
 }
 
 Test(verdict_ctl, a_new_source_replaces_the_running_one_and_its_view_stays_until_it_reports)
@@ -398,6 +416,51 @@ Test(verdict_ctl, a_replaced_source_is_not_ready_until_it_syncs)
     cr_expect(verdict_ctl_ready(ctl, &why), "the new source's first view: ready");
 }
 
+/* A reload to another API server is another cluster: the old one's view
+ * kept deciding (out of skew: held) until max_staleness, with lastSync
+ * the reload's moment, while the machines watch already dropped the old
+ * cluster's addresses. No view until the new source reports: when_unknown,
+ * not ready, lastSync never. */
+Test(verdict_ctl, a_reload_to_another_cluster_starts_from_no_view)
+{
+    const char *why = NULL;
+    start_with(300000);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    cr_assert_eq(last()->reason, REASON_OUT_OF_SKEW);
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    replace_in_cluster_and_commit(next_source(NULL, false), CLUSTER_OTHER, &cfg, REJECT_HOLD);
+    cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE, "the old cluster's view decides: %s",
+                 verdict_reason_name(last()->reason));
+    cr_expect(published[n_published - 1]->admit, "when_unknown is admit by default");
+    cr_expect_eq(verdict_ctl_last_sync(ctl), 0, "lastSync claims a sync of the new cluster");
+    cr_expect_not(verdict_ctl_ready(ctl, &why));
+    int before = n_published;
+    report(SOURCE_FAILING, NULL);
+    cr_expect_eq(n_published, before, "a failure before any view changes nothing");
+    cr_expect_eq(verdict_ctl_last_sync(ctl), 0);
+    report(SOURCE_PRESENT, manual_ocp("9", "4.18.0"));
+    cr_expect_eq(last()->reason, REASON_COMPLIANT);
+    cr_expect_gt(verdict_ctl_last_sync(ctl), 0);
+    cr_expect(verdict_ctl_ready(ctl, &why), "not ready: %s", why);
+}
+
+/* The decision kept through BootImageControllerProgressing is the old
+ * cluster's too: a new cluster whose boot image controller is at work
+ * admits until it settles, as at start, rather than keep the old one's
+ * reject. */
+Test(verdict_ctl, a_reload_to_another_cluster_forgets_the_settled_decision)
+{
+    start_with(300000);
+    report(SOURCE_PRESENT, automatic("1", "4.12.0", "False"));
+    cr_assert_eq(last()->decision, DECISION_REJECT);
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    replace_in_cluster_and_commit(next_source(automatic("9", "4.18.0", "True"), false), CLUSTER_OTHER, &cfg,
+                                  REJECT_HOLD);
+    cr_expect_eq(last()->reason, REASON_CONTROLLER_PROGRESSING);
+    cr_expect_eq(last()->decision, DECISION_ADMIT, "the old cluster's settled reject was kept");
+    cr_expect_str_eq(last()->resource_version, "9");
+}
+
 /* A new source that reports during its start is synced at once. */
 Test(verdict_ctl, a_replaced_source_that_reports_while_starting_is_ready)
 {
@@ -423,7 +486,7 @@ Test(verdict_ctl, a_new_source_is_judged_only_with_its_reloads_limits_and_mode)
     cr_assert_eq(n_published, 2);
     cr_assert(published[1]->admit);
     fake_source_t *next = next_source(manual_ocp("9", "4.12.0"), false);
-    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
+    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base, CLUSTER_SAME), 0);
     cr_expect(next->started);
     cr_expect_eq(n_published, 2, "published before the commit: %s %s",
                  decision_name(last()->decision), verdict_reason_name(last()->reason));
@@ -450,7 +513,7 @@ Test(verdict_ctl, a_refused_reload_leaves_the_running_source_and_its_verdict)
     report(SOURCE_PRESENT, manual_ocp("1", "4.18.0"));
     fake_source_t *running = fake;
     fake_source_t *next = next_source(manual_ocp("9", "4.12.0"), false);
-    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base), 0);
+    cr_assert_eq(verdict_ctl_replace_source(ctl, &next->base, CLUSTER_SAME), 0);
     verdict_ctl_drop_replacement(ctl);     /* frees next (ASan: no leak) */
     cr_expect_eq(n_published, 2, "nothing published");
     cr_expect_eq(verdict_ctl_source(ctl), &running->base);
@@ -549,7 +612,7 @@ Test(verdict_ctl, the_reconnects_go_on_across_a_reload_that_replaces_the_source)
     config_enforcement_t cfg = enforcement(NULL, 300000);
     fake_source_t *dropped = next_source(NULL, false);
     dropped->reconnects = 100;
-    cr_assert_eq(verdict_ctl_replace_source(ctl, &dropped->base), 0);
+    cr_assert_eq(verdict_ctl_replace_source(ctl, &dropped->base, CLUSTER_SAME), 0);
     verdict_ctl_drop_replacement(ctl);
     cr_expect_eq(verdict_ctl_reconnects(ctl), 5, "a refused reload's source counted");
     replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
@@ -648,4 +711,57 @@ Test(verdict_ctl, staleness_counts_from_the_last_real_confirmation_across_two_re
     cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
     long long after = now_ms() - first_reload_at;
     cr_expect_lt(after, 700, "stale %lld ms after the last reload that followed a confirmation", after);
+}
+
+/* ---- the clocks: staleness is a duration, on the monotonic clock */
+
+/* NTP steps the wall clock forward by hours after boot (a node that came
+ * up with a wrong RTC): the first watch error after a good sync counted
+ * those hours as failing, and the verdict went stale at once, though the
+ * source had confirmed its view a moment before. */
+Test(verdict_ctl, a_wall_clock_step_between_a_sync_and_a_failure_is_no_staleness)
+{
+    const char *why = NULL;
+    start_with(300000);
+    verdict_ctl_set_wall_clock(ctl, stepped_wall);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    wall_step = 3 * 3600;
+    report(SOURCE_FAILING, NULL);
+    cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW, "the step counted as failing: %s",
+                 verdict_reason_name(last()->reason));
+    cr_expect_eq(n_published, 2);
+    cr_expect(verdict_ctl_ready(ctl, &why), "not ready: %s", why);
+}
+
+/* The same across a reload whose new source has not synced: the view
+ * counts as confirmed at the reload, and a step after it is no failure
+ * time either. */
+Test(verdict_ctl, a_wall_clock_step_after_a_reload_is_no_staleness)
+{
+    start_with(300000);
+    verdict_ctl_set_wall_clock(ctl, stepped_wall);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    config_enforcement_t cfg = enforcement(NULL, 300000);
+    replace_and_commit(next_source(NULL, false), &cfg, REJECT_HOLD);
+    wall_step = 3 * 3600;
+    report(SOURCE_FAILING, NULL);
+    cr_expect_eq(last()->reason, REASON_OUT_OF_SKEW, "the step counted as failing: %s",
+                 verdict_reason_name(last()->reason));
+}
+
+/* Stepped back by hours instead: staleness still comes max_staleness
+ * after the last sync, not hours later nor at once. */
+Test(verdict_ctl, a_wall_clock_stepped_back_does_not_delay_staleness)
+{
+    start_with(300);
+    verdict_ctl_set_wall_clock(ctl, stepped_wall);
+    report(SOURCE_PRESENT, manual_ocp("1", "4.12.0"));
+    long long synced_at = now_ms();
+    wall_step = -3 * 3600;
+    report(SOURCE_FAILING, NULL);
+    cr_expect_eq(n_published, 2, "stale at once");
+    cr_assert(wait_for_publish(2), "never stale");
+    cr_expect_eq(last()->reason, REASON_SOURCE_UNAVAILABLE);
+    long long after = now_ms() - synced_at;
+    cr_expect(after >= 290 && after < 600, "stale %lld ms after the sync", after);
 }
