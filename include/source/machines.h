@@ -71,6 +71,11 @@ typedef struct machines_health {
     double last_error_at;       /* wall seconds */
 } machines_health_t;
 
+/* How /readyz's reason begins when the watch is what is not ready (the
+ * verdict source is asked first, so it is ready then): `skewgate status`
+ * tells it from the source's. */
+#define MACHINES_NOT_READY_PREFIX "admission.machines: "
+
 /* "syncing", "synced", "failing". */
 const char *machines_state_name(machines_state_t state);
 void machines_watch_health(const machines_watch_t *m, machines_health_t *out);

@@ -364,7 +364,7 @@ bool machines_watch_ready(const machines_watch_t *m, const char **why)
 {
     if (m->synced)
         return true;
-    *why = "admission.machines: the Machines and Nodes watch has not listed them since it (re)started; "
+    *why = MACHINES_NOT_READY_PREFIX "the Machines and Nodes watch has not listed them since it (re)started; "
            "every gated client is held (UnknownMachine)";
     return false;
 }
