@@ -14,6 +14,7 @@
 #include "conf/reload.h"
 #include "proxy/metrics.h"
 #include "source/controller.h"
+#include "source/machines.h"
 
 struct event_base;
 typedef struct admin admin_t;
@@ -28,6 +29,11 @@ admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, uint64_
 /* GET /config and skewgate_config_reloads_total read *reloads (the main
  * thread's, which must outlive the listener). */
 void admin_set_reloads(admin_t *a, const config_reloads_t *reloads);
+/* admission.machines: /readyz waits for its watch, /verdict shows it as
+ * machinesWatch, /metrics renders skewgate_machines_watch_*. *machines
+ * (the main thread's slot, which must outlive the listener) is read at
+ * each request: the watch running now, NULL when the policy is off. */
+void admin_set_machines(admin_t *a, machines_watch_t *const *machines);
 /* A reload changed limits.header_timeout: requests from now on, on the
  * TCP listener and the socket. */
 void admin_set_request_timeout(admin_t *a, uint64_t request_timeout_ms);

@@ -12,6 +12,7 @@
 #include "conf/reload.h"
 #include "proxy/metrics.h"
 #include "source/controller.h"
+#include "source/machines.h"
 
 struct event_base;
 typedef struct metrics_listener metrics_listener_t;
@@ -25,6 +26,8 @@ metrics_listener_t *metrics_listener_start(struct event_base *base, const config
                                            size_t n_workers, char *err, size_t errlen);
 /* skewgate_config_reloads_total reads *reloads (must outlive m). */
 void metrics_listener_set_reloads(metrics_listener_t *m, const config_reloads_t *reloads);
+/* skewgate_machines_watch_* read **machines (as admin_set_machines). */
+void metrics_listener_set_machines(metrics_listener_t *m, machines_watch_t *const *machines);
 /* A reload changed limits.header_timeout: requests from now on. */
 void metrics_listener_set_request_timeout(metrics_listener_t *m, uint64_t request_timeout_ms);
 void metrics_listener_free(metrics_listener_t *m);

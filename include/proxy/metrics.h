@@ -101,6 +101,11 @@ typedef struct metrics_gate {
     uint64_t source_reconnects;
     const held_view_t *held;        /* the merged held table; NULL: not rendered */
     uint64_t reloads_success, reloads_failure;  /* SIGHUP reloads taken and refused */
+    /* The admission.machines watch (machines_health_t); not rendered when
+     * the policy is off. */
+    bool machines_on;
+    bool machines_synced;
+    double machines_last_list;      /* Unix seconds, 0 = not every collection listed since it started */
 } metrics_gate_t;
 
 /* The Prometheus text exposition (format 0.0.4) of the sum over workers[]

@@ -8,8 +8,12 @@
  *   a Machine without nodeRef       ADDRSET_PENDING
  *   a Machine with one, or a Node   ADDRSET_ACTIVE (wins over pending)
  * Nothing is published before every collection was listed once; the
- * workers hold every client until then. While a watch fails, the last
- * set stays published (the reflector relists and catches up).
+ * workers hold every client until then, and the gate is not ready. While
+ * a watch fails, the last set stays published (the reflector relists and
+ * catches up). What it can vouch for (machines_watch_health) is what
+ * /readyz, /verdict's machinesWatch and the skewgate_machines_watch_*
+ * metrics tell: a watch that never lists (no RBAC rule: 403) holds every
+ * node, and must not look healthy.
  *
  * A reload that changes the connection (enforcement.kubernetes, or the
  * contents of its CA file: machines_watch_outdated) gets a new watch in
@@ -19,6 +23,7 @@
 #ifndef SKEWGATE_MACHINES_WATCH_H
 #define SKEWGATE_MACHINES_WATCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "conf/config.h"
@@ -44,6 +49,39 @@ void machines_watch_free(machines_watch_t *m);
  * loaded (kube_api_ca_changed), with which in why; 0 when the watch can
  * stay; -1 with why when the CA file cannot be read. */
 int machines_watch_outdated(const machines_watch_t *m, const config_t *cfg, char *why, size_t len);
+
+typedef enum {
+    MACHINES_SYNCING,   /* not every collection listed since the start, none failing */
+    MACHINES_SYNCED,    /* every collection listed, none failing now */
+    MACHINES_FAILING,   /* a collection's last request failed: it lists again after a backoff */
+} machines_state_t;
+
+typedef struct machines_health {
+    machines_state_t state;
+    double since;               /* wall seconds the state began (the watch's start, at first) */
+    /* Wall seconds the oldest of the lists the view stands on came in; 0
+     * until every collection has been listed since the start. A healthy
+     * watch lists at start and after a 410 only, so this dates the view's
+     * base, not its freshness. */
+    double last_list;
+    /* Why a request last failed ("Machines (...) in NS: list: HTTP 403:
+     * ..."), kept after the watch recovers; NULL: none since the start.
+     * Valid until the watch's next event. */
+    const char *last_error;
+    double last_error_at;       /* wall seconds */
+} machines_health_t;
+
+/* How /readyz's reason begins when the watch is what is not ready (the
+ * verdict source is asked first, so it is ready then): `skewgate status`
+ * tells it from the source's. */
+#define MACHINES_NOT_READY_PREFIX "admission.machines: "
+
+/* "syncing", "synced", "failing". */
+const char *machines_state_name(machines_state_t state);
+void machines_watch_health(const machines_watch_t *m, machines_health_t *out);
+/* Ready: every collection listed since the watch started (a reload that
+ * builds it again starts it). When not, *why says so. */
+bool machines_watch_ready(const machines_watch_t *m, const char **why);
 
 /* The RBAC rules cfg needs of the API server, as `skewgate check` prints
  * them: one "  KIND[ in NAMESPACE]: apiGroups [..] resources [..] verbs

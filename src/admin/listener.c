@@ -38,11 +38,21 @@ static void admin_json(struct evhttp_request *req, json_t *j)
     free(text);
 }
 
+/* The admission.machines watch running now; NULL when the policy is off. */
+static const machines_watch_t *admin_machines(const admin_t *a)
+{
+    return a->scrape.machines ? *a->scrape.machines : NULL;
+}
+
+/* Ready when the verdict source and, with the policy on, the machines
+ * watch have synced since they (re)started: a watch that never lists
+ * holds every node. */
 static void admin_readyz(void *arg, struct evhttp_request *req)
 {
     const admin_t *a = arg;
+    const machines_watch_t *m = admin_machines(a);
     const char *why;
-    if (verdict_ctl_ready(a->ctl, &why))
+    if (verdict_ctl_ready(a->ctl, &why) && (!m || machines_watch_ready(m, &why)))
         serve_text(req, 200, "OK", "ok");
     else
         serve_text(req, 503, "Service Unavailable", why);
@@ -72,9 +82,23 @@ static json_t *admin_when_json(double t)
     return json_string(when);
 }
 
+/* {state, since, lastList (null: not every collection listed since the
+ * watch started), lastError ({message, at}, null: none since)}. */
+static json_t *admin_machines_json(const machines_watch_t *m)
+{
+    machines_health_t h;
+    machines_watch_health(m, &h);
+    return json_pack("{s:s, s:o, s:o, s:o}", "state", machines_state_name(h.state), "since", admin_when_json(h.since),
+                     "lastList", h.last_list > 0 ? admin_when_json(h.last_list) : json_null(), "lastError",
+                     h.last_error ? json_pack("{s:s, s:o}", "message", h.last_error, "at",
+                                              admin_when_json(h.last_error_at))
+                                  : json_null());
+}
+
 /* The verdict, which source decided it, when that source last confirmed
  * its view (RFC 3339 UTC, null: never) and why it last failed ({message,
- * at}, null: never). */
+ * at}, null: never); with admission.machines on, its watch as
+ * machinesWatch. */
 static json_t *admin_verdict_json(const admin_t *a)
 {
     json_t *j = verdict_to_json(verdict_ctl_current(a->ctl));
@@ -88,6 +112,8 @@ static json_t *admin_verdict_json(const admin_t *a)
     json_object_set_new(j, "lastError", why ? json_pack("{s:s, s:o}", "message", why, "at", admin_when_json(failed_at))
                                             : json_null());
     json_object_set_new(j, "override", admin_override_json(verdict_ctl_current(a->ctl)));
+    if (admin_machines(a))
+        json_object_set_new(j, "machinesWatch", admin_machines_json(admin_machines(a)));
     return j;
 }
 
@@ -259,6 +285,11 @@ admin_t *admin_start(struct event_base *base, const config_admin_t *cfg, uint64_
 void admin_set_reloads(admin_t *a, const config_reloads_t *reloads)
 {
     a->scrape.reloads = reloads;
+}
+
+void admin_set_machines(admin_t *a, machines_watch_t *const *machines)
+{
+    a->scrape.machines = machines;
 }
 
 void admin_set_request_timeout(admin_t *a, uint64_t request_timeout_ms)

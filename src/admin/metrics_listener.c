@@ -44,6 +44,11 @@ void metrics_listener_set_reloads(metrics_listener_t *m, const config_reloads_t 
     m->scrape.reloads = reloads;
 }
 
+void metrics_listener_set_machines(metrics_listener_t *m, machines_watch_t *const *machines)
+{
+    m->scrape.machines = machines;
+}
+
 void metrics_listener_set_request_timeout(metrics_listener_t *m, uint64_t request_timeout_ms)
 {
     serve_set_request_timeout(m->serve, request_timeout_ms);

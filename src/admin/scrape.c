@@ -40,6 +40,10 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
         serve_text(req, 500, "Internal Server Error", "out of memory");
         return;
     }
+    const machines_watch_t *watch = s->machines ? *s->machines : NULL;
+    machines_health_t machines = {0};
+    if (watch)
+        machines_watch_health(watch, &machines);
     metrics_gate_t g = {
         .verdict = verdict_ctl_current(s->ctl),
         .source_last_sync = verdict_ctl_last_sync(s->ctl),
@@ -47,6 +51,9 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
         .held = &held,
         .reloads_success = s->reloads ? s->reloads->success : 0,
         .reloads_failure = s->reloads ? s->reloads->failure : 0,
+        .machines_on = watch != NULL,
+        .machines_synced = machines.state == MACHINES_SYNCED,
+        .machines_last_list = machines.last_list,
     };
     size_t len;
     char *text = metrics_render(s->workers, s->n_workers, &g, &len);

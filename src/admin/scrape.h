@@ -1,7 +1,8 @@
 /* scrape: the /metrics answer, one renderer for the admin API and the
  * metrics listener (private to src/admin/): the workers' counters, which
- * metrics.h makes safe to read from the main thread, and what the verdict
- * controller knows (verdict, source sync and reconnects). */
+ * metrics.h makes safe to read from the main thread, what the verdict
+ * controller knows (verdict, source sync and reconnects) and what the
+ * admission.machines watch can vouch for, both of the main thread. */
 #ifndef SKEWGATE_ADMIN_SCRAPE_H
 #define SKEWGATE_ADMIN_SCRAPE_H
 
@@ -10,6 +11,7 @@
 #include "conf/reload.h"
 #include "proxy/metrics.h"
 #include "source/controller.h"
+#include "source/machines.h"
 
 struct evhttp_request;
 
@@ -18,6 +20,10 @@ typedef struct scrape {
     const metrics_worker_t **workers;   /* a copy of the array; the counters are the workers' */
     size_t n_workers;
     const config_reloads_t *reloads;    /* NULL: none counted */
+    /* The gate's slot of its admission.machines watch, read at each
+     * request (a reload may put another watch there); NULL, or a NULL
+     * in it: the policy is off. */
+    machines_watch_t *const *machines;
 } scrape_t;
 
 /* Copies workers[] (n_workers pointers; the counters must outlive s).

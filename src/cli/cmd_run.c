@@ -178,10 +178,14 @@ static int gate_http(gate_t *g, char *err, size_t errlen)
         !(g->metrics = metrics_listener_start(g->base, &cfg->metrics, cfg->limits.header_timeout_ms, g->ctl, counters, g->n_workers, err, errlen)))
         rc = -1;
     free(counters);
-    if (g->admin)
+    if (g->admin) {
         admin_set_reloads(g->admin, &g->reloads);
-    if (g->metrics)
+        admin_set_machines(g->admin, &g->machines);
+    }
+    if (g->metrics) {
         metrics_listener_set_reloads(g->metrics, &g->reloads);
+        metrics_listener_set_machines(g->metrics, &g->machines);
+    }
     return rc;
 }
 

@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "core/time.h"
+#include "source/machines.h"
 #include "status_text.h"
 
 static const struct {
@@ -66,6 +67,28 @@ static void status_when(const char *rfc3339, time_t now, char *buf, size_t cap)
     snprintf(buf, cap, t <= now ? "%s (%s ago)" : "%s (in %s)", rfc3339, age);
 }
 
+/* admission.machines' watch: its state and since when, its last list (or
+ * none since it started: the gate is not ready and holds every gated
+ * client), and its last error, kept after it recovers. */
+static void status_print_machines(FILE *out, const json_t *w, time_t now)
+{
+    char since[96], when[96];
+    status_when(json_string_value(json_object_get(w, "since")), now, since, sizeof since);
+    const char *last_list = json_string_value(json_object_get(w, "lastList"));
+    if (last_list) {
+        status_when(last_list, now, when, sizeof when);
+        fprintf(out, "Machines:    %s since %s; last list %s\n", status_str(w, "state"), since, when);
+    } else {
+        fprintf(out, "Machines:    NOT READY: %s since %s; never listed: every gated client is held (UnknownMachine)\n",
+                status_str(w, "state"), since);
+    }
+    const json_t *failed = json_object_get(w, "lastError");
+    if (json_is_object(failed)) {
+        status_when(json_string_value(json_object_get(failed, "at")), now, when, sizeof when);
+        fprintf(out, "             last error: %s (%s)\n", status_str(failed, "message"), when);
+    }
+}
+
 static void status_print_verdict(FILE *out, const json_t *v, const char *not_ready, time_t now)
 {
     const char *decision = status_str(v, "decision"), *reason = status_str(v, "reason");
@@ -90,6 +113,9 @@ static void status_print_verdict(FILE *out, const json_t *v, const char *not_rea
         fprintf(out, "not reported");
     fprintf(out, "; limit OCP %s, RHEL %s\n", status_str(limit, "ocpVersion"), status_str(limit, "rhelVersion"));
 
+    /* The watch's own reason goes on its line (status_print_machines). */
+    if (not_ready && !strncmp(not_ready, MACHINES_NOT_READY_PREFIX, strlen(MACHINES_NOT_READY_PREFIX)))
+        not_ready = NULL;
     status_when(json_string_value(json_object_get(v, "lastSync")), now, when, sizeof when);
     fprintf(out, "Source:      %s, %s%s; last sync %s\n", status_str(v, "source"), not_ready ? "NOT READY: " : "healthy",
             not_ready ? not_ready : "", when);
@@ -99,6 +125,10 @@ static void status_print_verdict(FILE *out, const json_t *v, const char *not_rea
         status_when(json_string_value(json_object_get(failed, "at")), now, when, sizeof when);
         fprintf(out, "Last error:  %s (%s)\n", status_str(failed, "message"), when);
     }
+
+    const json_t *w = json_object_get(v, "machinesWatch");
+    if (json_is_object(w))
+        status_print_machines(out, w, now);
 
     const json_t *o = json_object_get(v, "override");
     if (json_is_object(o)) {

@@ -1,7 +1,8 @@
 /* status_text: the human summary `skewgate status` prints (private to
  * src/cli/): the decision and its reason in words, the MCO-style message,
  * mode and boot image against the limit, source health and last sync, the
- * override and when it lapses, and the held nodes as an aligned table. */
+ * admission.machines watch (when on), the override and when it lapses,
+ * and the held nodes as an aligned table. */
 #ifndef SKEWGATE_CLI_STATUS_TEXT_H
 #define SKEWGATE_CLI_STATUS_TEXT_H
 
@@ -9,8 +10,10 @@
 #include <time.h>
 #include <jansson.h>
 
-/* verdict: GET /verdict's object; ready: NULL if /readyz said ready, else
- * why not; held: GET /held's object (NULL: the gate did not say). */
+/* verdict: GET /verdict's object; not_ready: NULL if /readyz said ready,
+ * else why not (the machines watch's reason, MACHINES_NOT_READY_PREFIX,
+ * is left to its own line); held: GET /held's object (NULL: the gate did
+ * not say). */
 void status_print_text(FILE *out, const json_t *verdict, const char *not_ready, const json_t *held, time_t now);
 
 /* A reason's name in words: "OutOfSkew" -> "the boot images are older

@@ -317,6 +317,20 @@ static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
     fprintf(f, "skewgate_config_reloads_total{result=\"failure\"} %" PRIu64 "\n", g->reloads_failure);
 }
 
+/* A watch that never lists (its RBAC rule missing) holds every node as
+ * UnknownMachine: alert on _synced. The last list dates the view's base;
+ * a healthy watch lists only at start and after a 410. */
+static void metrics_render_machines(FILE *f, const metrics_gate_t *g)
+{
+    metrics_head(f, "skewgate_machines_watch_synced", "gauge",
+                 "1 when the admission.machines watch has listed every collection since it started and none is failing.");
+    fprintf(f, "skewgate_machines_watch_synced %d\n", g->machines_synced);
+    metrics_head(f, "skewgate_machines_watch_last_list_timestamp_seconds", "gauge",
+                 "When the oldest list the admission.machines view stands on came in (Unix time; 0: not every "
+                 "collection listed since the watch started).");
+    fprintf(f, "skewgate_machines_watch_last_list_timestamp_seconds %.3f\n", g->machines_last_list);
+}
+
 /* The held clients, counted by pool and reason (the entries come sorted
  * by first seen, so the pairs are gathered here). */
 static int metrics_render_held(FILE *f, const held_view_t *h)
@@ -373,6 +387,8 @@ char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, c
     metrics_render_admission(f, workers, n_workers);
     metrics_render_coalesce(f, workers, n_workers);
     metrics_render_gate(f, g);
+    if (g->machines_on)
+        metrics_render_machines(f, g);
     if (g->held && metrics_render_held(f, g->held) < 0)
         rc = -1;
     if (ferror(f))

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -26,6 +27,11 @@ typedef struct collection {
     json_t *records;            /* the view */
     json_t *listing;            /* the list under way, swapped in when whole */
     bool listed;                /* listed at least once */
+    double listed_at;           /* wall seconds its last list came in whole */
+    /* Its last request failed: the reflector lists again after a backoff,
+     * and only a whole list ends it (it never resumes a watch after a
+     * failure). */
+    bool failing;
 } collection_t;
 
 enum { COLL_NODES, COLL_MACHINES, COLL_CAPI_MACHINES, COLL__MAX };
@@ -40,8 +46,33 @@ struct machines_watch {
     collection_t colls[COLL__MAX];
     size_t n_colls;
     struct event *rebuild_ev;   /* many changes in one loop turn: one rebuild */
-    bool synced;
+    bool synced;                /* every collection listed since the start: what ready waits for */
+    machines_state_t state;
+    double state_since;         /* wall seconds */
+    char last_error[1024];      /* "what: why" of the last failure ("" none), kept after it recovers */
+    double last_error_at;
 };
+
+static double wall_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (double)now.tv_sec + now.tv_nsec / 1e9;
+}
+
+/* After each list and failure: the state the admin API and the metrics
+ * tell, and since when it holds. */
+static void note_state(machines_watch_t *m)
+{
+    machines_state_t state = m->synced ? MACHINES_SYNCED : MACHINES_SYNCING;
+    for (size_t i = 0; i < m->n_colls; i++)
+        if (m->colls[i].failing)
+            state = MACHINES_FAILING;
+    if (state != m->state) {
+        m->state = state;
+        m->state_since = wall_now();
+    }
+}
 
 static json_t *record_of(const kube_addresses_t *a)
 {
@@ -102,6 +133,14 @@ static void on_item(void *arg, json_t *item)
 
 static void build_and_publish(machines_watch_t *m);
 
+static bool every_collection_listed(const machines_watch_t *m)
+{
+    for (size_t i = 0; i < m->n_colls; i++)
+        if (!m->colls[i].listed)
+            return false;
+    return true;
+}
+
 static void on_listed(void *arg, const char *rv)
 {
     (void)rv;
@@ -115,15 +154,15 @@ static void on_listed(void *arg, const char *rv)
     c->records = c->listing;
     c->listing = NULL;
     c->listed = true;
-    if (m->synced) {
+    c->listed_at = wall_now();
+    c->failing = false;
+    bool first_sync = !m->synced && every_collection_listed(m);
+    m->synced = m->synced || first_sync;
+    note_state(m);
+    if (first_sync)
+        build_and_publish(m);
+    else
         schedule_rebuild(m);
-        return;
-    }
-    for (size_t i = 0; i < m->n_colls; i++)
-        if (!m->colls[i].listed)
-            return;
-    m->synced = true;
-    build_and_publish(m);
 }
 
 static void on_event(void *arg, const kube_event_t *ev, uint64_t arrived_ns)
@@ -144,6 +183,15 @@ static void on_failing(void *arg)
     collection_t *c = arg;
     log_msg(LOG_WARN, "machines_failing", "%s: cannot confirm the view; the published addresses stay",
             c->what);
+    c->failing = true;
+    note_state(c->m);
+}
+
+static void on_error(void *arg, const char *why)
+{
+    collection_t *c = arg;
+    snprintf(c->m->last_error, sizeof c->m->last_error, "%s: %s", c->what, why);
+    c->m->last_error_at = wall_now();
 }
 
 static void add_records(addrset_builder_t *b, const collection_t *c)
@@ -247,8 +295,9 @@ int machines_watch_start(machines_watch_t *m, char *err, size_t errlen)
         return -1;
     }
     m->api_ready = true;
+    m->state_since = wall_now();
     static const kube_reflector_cbs_t cbs = {on_list_begin, on_item, on_listed,
-                                             on_event, on_synced, on_failing, NULL};
+                                             on_event, on_synced, on_failing, on_error};
     for (size_t i = 0; i < m->n_colls; i++) {
         collection_t *c = &m->colls[i];
         kube_reflector_cfg_t rcfg = {
@@ -288,6 +337,36 @@ void machines_watch_free(machines_watch_t *m)
         kube_api_destroy(&m->api);
     config_unref(m->cfg);
     free(m);
+}
+
+const char *machines_state_name(machines_state_t state)
+{
+    static const char *const names[] = {
+        [MACHINES_SYNCING] = "syncing", [MACHINES_SYNCED] = "synced", [MACHINES_FAILING] = "failing",
+    };
+    return names[state];
+}
+
+void machines_watch_health(const machines_watch_t *m, machines_health_t *out)
+{
+    *out = (machines_health_t){.state = m->state, .since = m->state_since,
+                               .last_error = m->last_error[0] ? m->last_error : NULL,
+                               .last_error_at = m->last_error_at};
+    if (!m->synced)
+        return;
+    out->last_list = m->colls[0].listed_at;
+    for (size_t i = 1; i < m->n_colls; i++)
+        if (m->colls[i].listed_at < out->last_list)
+            out->last_list = m->colls[i].listed_at;
+}
+
+bool machines_watch_ready(const machines_watch_t *m, const char **why)
+{
+    if (m->synced)
+        return true;
+    *why = MACHINES_NOT_READY_PREFIX "the Machines and Nodes watch has not listed them since it (re)started; "
+           "every gated client is held (UnknownMachine)";
+    return false;
 }
 
 int machines_watch_outdated(const machines_watch_t *m, const config_t *cfg, char *why, size_t len)

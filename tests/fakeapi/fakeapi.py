@@ -49,6 +49,8 @@ SINGULAR = "machineconfiguration"
 QUALIFIED = PLURAL + "." + GROUP            # as in real error messages
 KIND_QUALIFIED = KIND + "." + GROUP
 BASE = "/apis/" + GV + "/" + PLURAL
+# Who a 403 of fault forbid names, as the authorizer names the token's user.
+FORBIDDEN_USER = "system:serviceaccount:skewgate:skewgate"
 MAX_BODY = 3 * 1024 * 1024                  # kube-apiserver's request limit
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -670,6 +672,7 @@ class Store:
         self.trickle_until = 0.0   # answers (not control ones) are sent a byte at a time until then
         self.trickle_gap = 0.2
         self.fail = None                  # {"count", "code", "kinds", "message", "retry_after"}
+        self.forbidden = set()            # resources every request on gets 403, as without an RBAC rule
         self.watchers = 0
         self.status_on_main = args.status_on_main
         self.validate = not args.no_validate
@@ -1167,6 +1170,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.wait_stall()
                 self.maybe_fail(kind)
                 self.authenticate()
+                self.authorize(kind, path)
                 self.route(kind, path, q, body)
             except ApiError as e:
                 if self.resp_code:
@@ -1232,6 +1236,31 @@ class Handler(BaseHTTPRequestHandler):
                 srv.stats.auth_failures += 1
         if not ok:
             raise ApiError(401, "Unauthorized", "Unauthorized")
+
+    def authorize(self, kind, path):
+        """403, worded as the RBAC authorizer words it, on a resource the
+        control API forbade (fault forbid): a service account without the rule."""
+        inv = inventory.parse_path(path)
+        mc = self.parse_resource_path(path) if inv is None and kind not in ("health", "discovery") else None
+        if inv is not None:
+            res, ns, name = inv[0], inv[1], inv[2]
+            group, plural = inventory.RESOURCES[res]["group"], inventory.RESOURCES[res]["plural"]
+        elif mc is not None:
+            res, ns, name = QUALIFIED, None, mc[0]
+            group, plural = GROUP, PLURAL
+        else:
+            return
+        st = self.server.store
+        with st.cond:
+            if res not in st.forbidden:
+                return
+        scope = 'in the namespace "%s"' % ns if ns else "at the cluster scope"
+        who = res + (' "%s"' % name if name else "")
+        details = {"group": group, "kind": plural}
+        if name:
+            details["name"] = name
+        raise ApiError(403, "Forbidden", '%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s" %s'
+                       % (who, FORBIDDEN_USER, kind, plural, group, scope), details)
 
     # -- routing --
     def route(self, kind, path, q, body):
@@ -1716,6 +1745,7 @@ class Handler(BaseHTTPRequestHandler):
                 out.update(st.stats_locked())
                 out["stalledFor"] = max(0.0, st.stall_until - time.monotonic())
                 out["failNext"] = dict(st.fail, kinds=sorted(st.fail["kinds"] or [])) if st.fail else None
+                out["forbidden"] = sorted(st.forbidden)
                 out["statusOnMain"] = st.status_on_main
                 out["validate"] = st.validate
                 out["bookmarkInterval"] = st.bookmark_interval
@@ -1806,6 +1836,15 @@ class Handler(BaseHTTPRequestHandler):
                     raise bad_request("generate_nodes: base is two octets, like 10.128")
                 st.generate_nodes(int(req.get("count", 1)), str(req.get("prefix", "node")), base,
                                   int(req.get("pad_bytes", 0)))
+            elif f in ("forbid", "allow"):
+                res_name = req.get("resource")
+                if res_name not in inventory.RESOURCES and res_name != QUALIFIED:
+                    raise bad_request("%s: resource must be one of %s" % (f, sorted(inventory.RESOURCES) + [QUALIFIED]))
+                with st.cond:
+                    if f == "forbid":
+                        st.forbidden.add(res_name)
+                    else:
+                        st.forbidden.discard(res_name)
             elif f == "continue_410":
                 with st.cond:
                     st.continue_410 = int(req.get("count", 1))
@@ -1829,6 +1868,7 @@ class Handler(BaseHTTPRequestHandler):
             elif f == "clear":
                 with st.cond:
                     st.fail = None
+                    st.forbidden.clear()
                     st.stall_until = 0.0
                     st.stall_watches = False
                     st.trickle_until = 0.0

@@ -320,6 +320,47 @@ class FakeApiTest(unittest.TestCase):
         st, body, r = self.fake.get(BASE)
         self.assertEqual((st, body["reason"], r.getheader("Retry-After")), (429, "TooManyRequests", "2"))
 
+    def test_forbid(self):
+        machines = "/apis/machine.openshift.io/v1beta1/namespaces/openshift-machine-api/machines"
+        self.fake.ctl(fault="forbid", resource="machines.machine.openshift.io")
+        self.assertEqual(self.fake.stats()["forbidden"], ["machines.machine.openshift.io"])
+        st, body, _ = self.fake.get(machines + "?limit=500")
+        self.assertEqual((st, body["reason"], body["code"]), (403, "Forbidden", 403))
+        self.assertEqual(body["message"], 'machines.machine.openshift.io is forbidden: User '
+                         '"system:serviceaccount:skewgate:skewgate" cannot list resource "machines" in API group '
+                         '"machine.openshift.io" in the namespace "openshift-machine-api"')
+        self.assertEqual(body["details"], {"group": "machine.openshift.io", "kind": "machines"})
+        st, body, _ = self.fake.get(machines + "?watch=1&timeoutSeconds=1")
+        self.assertEqual(st, 403)
+        self.assertIn("cannot watch resource", body["message"])
+        for other in ("/api/v1/nodes", "/apis/cluster.x-k8s.io/v1beta1/namespaces/x/machines", BASE + "/cluster"):
+            st, _, _ = self.fake.get(other)
+            self.assertEqual(st, 200, other)
+        st, _, _ = self.fake.get(machines, token="wrong")
+        self.assertEqual(st, 401, "authentication comes first")
+        self.fake.ctl(fault="allow", resource="machines.machine.openshift.io")
+        st, _, _ = self.fake.get(machines)
+        self.assertEqual(st, 200)
+        self.fake.ctl(fault="forbid", resource="machineconfigurations.operator.openshift.io")
+        self.fake.ctl(fault="forbid", resource="nodes")
+        st, body, _ = self.fake.get(BASE + "/cluster")
+        self.assertEqual(body["message"], 'machineconfigurations.operator.openshift.io "cluster" is forbidden: User '
+                         '"system:serviceaccount:skewgate:skewgate" cannot get resource "machineconfigurations" in '
+                         'API group "operator.openshift.io" at the cluster scope')
+        self.assertEqual(body["details"], {"group": "operator.openshift.io", "kind": "machineconfigurations",
+                                           "name": "cluster"})
+        st, body, _ = self.fake.get("/api/v1/nodes")
+        self.assertEqual((st, body["message"]), (403, 'nodes is forbidden: User "system:serviceaccount:skewgate:skewgate" '
+                                                      'cannot list resource "nodes" in API group "" at the cluster scope'))
+        st, _, _ = self.fake.get("/version")
+        self.assertEqual(st, 200, "discovery is not forbidden")
+        self.fake.ctl(fault="clear")
+        self.assertEqual(self.fake.stats()["forbidden"], [])
+        st, _, _ = self.fake.get(BASE + "/cluster")
+        self.assertEqual(st, 200)
+        st, body, _ = self.fake.request("POST", "/_fake/fault", body={"fault": "forbid", "resource": "pods"}, token=None)
+        self.assertEqual(st, 400)
+
     def test_stall(self):
         self.fake.ctl(fault="stall", seconds=0.6)
         t0 = time.monotonic()

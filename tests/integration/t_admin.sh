@@ -70,6 +70,9 @@ metric_at_least skewgate_source_last_sync_timestamp_seconds 1 || fail "last sync
 note "promtool accepts the exposition"
 curl -sf "$ADMIN/metrics" >"$TMP/metrics.txt"
 promtool check metrics <"$TMP/metrics.txt" || fail "promtool check metrics: $(cat "$TMP/metrics.txt")"
+! grep -q skewgate_machines_watch "$TMP/metrics.txt" || fail "machines watch metrics with admission.machines off"
+curl -sf "$ADMIN/verdict" | python3 -c 'import json, sys; sys.exit("machinesWatch" in json.load(sys.stdin))' ||
+  fail "/verdict has machinesWatch with admission.machines off"
 grep -qF 'skewgate_requests_total{pool="we\"ird\\po\\xc3\\xa9ol",decision="admit",' "$TMP/metrics.txt" ||
   fail "odd pool name not escaped: $(grep requests_total "$TMP/metrics.txt")"
 

@@ -8,8 +8,11 @@
 # 127.0.0.3, B one at 127.0.0.2. The gate starts on A; the reload to B
 # must, while B does not answer yet, hold both addresses (no set, as at
 # start: A's addresses no longer count, B's are not known), then admit B's
-# Machine only, and follow B's watch. Then a SIGHUP that changes nothing
-# keeps the running watch: no relist, no hold.
+# Machine only, and follow B's watch. Ready means synced: while B refuses
+# the Machines (403) and answers the rest, the verdict source syncs on B
+# but the new watch does not, and the gate is not ready until it has
+# listed. Then a SIGHUP that changes nothing keeps the running watch: no
+# relist, no hold.
 . "$(dirname "$0")/lib_kube.sh"
 
 certs
@@ -67,6 +70,7 @@ answer_is 127.0.0.2 "503 UnknownMachine" || die "B's Machine is known on A: $(an
 note "reload to B while B does not answer: both addresses held, as at start"
 published=$(log_count machines_published)
 FA_URL=$B_URL fa_ctl '{"fault":"stall","seconds":120}' >/dev/null
+FA_URL=$B_URL fa_ctl '{"fault":"forbid","resource":"machines.machine.openshift.io"}' >/dev/null
 gate_yaml "$B_URL"
 kill -HUP "$GATE_PID"
 wait_until 10 reloads_are 1 || die "the reload was not taken: $(curl -s "$ADMIN/config")"
@@ -76,9 +80,23 @@ got2=$(answer 127.0.0.2)
 [ "$got3" = "503 UnknownMachine" ] || die "after the reload to B, A's Machine 127.0.0.3 still gets: $got3"
 [ "$got2" = "503 UnknownMachine" ] || die "before B listed, 127.0.0.2 got: $got2"
 [ "$(watches_on "$B_URL")" = 1 ] || die "the machines watch did not start again on B"
+machines_watch_is() {  # machines_watch_is STATE: the new watch's, never listed
+  "$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" -o json >"$TMP/status.json" || true
+  python3 -c 'import json, sys; w = json.load(open(sys.argv[1]))["machinesWatch"]; sys.exit(w["state"] != sys.argv[2] or w["lastList"] is not None)' \
+    "$TMP/status.json" "$1"
+}
+machines_watch_is syncing || die "machinesWatch while B stalls: $(cat "$TMP/status.json")"
 
-note "B answers: its Machine is admitted, A's is not"
-FA_URL=$B_URL fa_ctl '{"fault":"clear"}' >/dev/null
+note "B answers all but the Machines: the source syncs, the gate is not ready until the watch lists"
+FA_URL=$B_URL fa_ctl '{"fault":"stall","seconds":0}' >/dev/null
+# The verdict source is asked first: a reason of the watch's says the source is ready.
+not_ready_for_machines() { curl -s --max-time 5 "$ADMIN/readyz" | grep -q "^admission.machines: "; }
+wait_until 20 not_ready_for_machines || die "/readyz once the source synced on B: $(curl -s "$ADMIN/readyz")"
+machines_watch_is failing || die "machinesWatch while B refuses the Machines: $(cat "$TMP/status.json")"
+[ "$(answer 127.0.0.2)" = "503 UnknownMachine" ] || die "before B's Machines were listed, 127.0.0.2 got: $(answer 127.0.0.2)"
+
+note "B grants the Machines: its Machine is admitted, A's is not"
+FA_URL=$B_URL fa_ctl '{"fault":"allow","resource":"machines.machine.openshift.io"}' >/dev/null
 wait_until 20 answer_is 127.0.0.2 "200 " || die "B's pending Machine is not admitted: $(answer 127.0.0.2)"
 answer_is 127.0.0.3 "503 UnknownMachine" || die "A's Machine after B listed: $(answer 127.0.0.3)"
 wait_until 20 sh -c "curl -s $ADMIN/readyz | grep -qx ok" || die "not ready on B: $(curl -s "$ADMIN/readyz")"

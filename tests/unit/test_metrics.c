@@ -190,3 +190,28 @@ Test(metrics, held_clients_by_pool_and_reason)
     assert_has(text, "skewgate_held_overflow_total 2\n");
     free(text);
 }
+
+/* The admission.machines watch: rendered only with the policy on (off,
+ * the exposition is as before). */
+Test(metrics, machines_watch_only_when_on)
+{
+    char *off = render(1);
+    cr_assert_null(strstr(off, "skewgate_machines_watch"), "%s", off);
+    free(off);
+    const metrics_worker_t *w[1] = {&workers[0]};
+    metrics_gate_t g = {.verdict = &verdict, .machines_on = true};
+    size_t len;
+    char *never = metrics_render(w, 1, &g, &len);
+    cr_assert_not_null(never);
+    assert_has(never, "# TYPE skewgate_machines_watch_synced gauge\nskewgate_machines_watch_synced 0\n");
+    assert_has(never, "# TYPE skewgate_machines_watch_last_list_timestamp_seconds gauge\n"
+                      "skewgate_machines_watch_last_list_timestamp_seconds 0.000\n");
+    free(never);
+    g.machines_synced = true;
+    g.machines_last_list = 1700000000.25;
+    char *synced = metrics_render(w, 1, &g, &len);
+    cr_assert_not_null(synced);
+    assert_has(synced, "skewgate_machines_watch_synced 1\n");
+    assert_has(synced, "skewgate_machines_watch_last_list_timestamp_seconds 1700000000.250\n");
+    free(synced);
+}

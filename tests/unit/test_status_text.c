@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "source/machines.h"
 #include "verdict/verdict.h"
 #include "../../src/cli/status_text.h"
 
@@ -87,4 +88,56 @@ Test(status_text, a_refusal_shows_a_dash_for_its_pool)
     free(text);
     json_decref(v);
     json_decref(held);
+}
+
+/* admission.machines' watch that never listed (a 403 on the Machines):
+ * its own line says not ready, with the last error; the source's line
+ * stays healthy, since /readyz's reason is the watch's. */
+Test(status_text, a_machines_watch_that_never_listed)
+{
+    json_t *v = json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:n, s:{s:s, s:s}}}", "decision", "admit", "reason",
+                          "Compliant", "source", "kubernetes", "lastSync", "2026-12-01T10:09:58Z", "machinesWatch",
+                          "state", "failing", "since", "2026-12-01T10:07:00Z", "lastList", "lastError", "message",
+                          "Machines (machine.openshift.io) in ns: list: HTTP 403: Forbidden", "at",
+                          "2026-12-01T10:09:57Z");
+    cr_assert(v);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    status_print_text(f, v, MACHINES_NOT_READY_PREFIX "the watch has not listed", NULL, 1796119800);
+    fclose(f);
+    cr_assert_not_null(strstr(text, "Source:      kubernetes, healthy; last sync 2026-12-01T10:09:58Z (2s ago)\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "Machines:    NOT READY: failing since 2026-12-01T10:07:00Z (3m00s ago); never listed: "
+                                    "every gated client is held (UnknownMachine)\n"
+                                    "             last error: Machines (machine.openshift.io) in ns: list: HTTP 403: "
+                                    "Forbidden (2026-12-01T10:09:57Z (3s ago))\n"), "%s", text);
+    free(text);
+    json_decref(v);
+}
+
+/* Once listed: its state and last list; the source's own reason stays on
+ * the source's line; no machines line when the policy is off. */
+Test(status_text, a_machines_watch_that_listed)
+{
+    json_t *v = json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:n}}", "decision", "admit", "reason", "Compliant",
+                          "source", "kubernetes", "machinesWatch", "state", "synced", "since", "2026-12-01T10:05:00Z",
+                          "lastList", "2026-12-01T10:04:59Z", "lastError");
+    cr_assert(v);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    status_print_text(f, v, "the verdict source has not synced", NULL, 1796119800);
+    json_object_del(v, "machinesWatch");
+    status_print_text(f, v, NULL, NULL, 1796119800);
+    fclose(f);
+    cr_assert_not_null(strstr(text, "Source:      kubernetes, NOT READY: the verdict source has not synced; last sync never\n"
+                                    "Machines:    synced since 2026-12-01T10:05:00Z (5m00s ago); last list "
+                                    "2026-12-01T10:04:59Z (5m01s ago)\n"
+                                    "Override:"), "%s", text);
+    cr_assert_null(strstr(text, "last error"), "%s", text);
+    const char *second = strstr(text, "Decision:");
+    second = second ? strstr(second + 1, "Decision:") : NULL;
+    cr_assert(second && !strstr(second, "Machines:"), "%s", text);
+    free(text);
+    json_decref(v);
 }
