@@ -9,6 +9,7 @@
 #define SKEWGATE_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "conf/config_types.h"
 
@@ -29,6 +30,12 @@ void config_key_where(const config_t *cfg, const char *key, char *buf, size_t le
 config_t *config_ref(config_t *cfg);
 /* One holder less: the last frees it (config_free). NULL is ignored. */
 void config_unref(config_t *cfg);
+
+/* The worker threads to start: workers as written, or for auto one per
+ * CPU this process may run on now (sched_getaffinity). Asked once, at
+ * start: a cpuset narrowed later (the kubelet's CPU manager) changes
+ * nothing in a running gate, and reloads compare workers as written. */
+uint32_t config_worker_threads(const config_t *cfg);
 
 /* The redirect's port pairs: redirect.ports as written (validated at
  * load), or by default CONFIG_MCS_TLS_PORT -> the port of the first TLS

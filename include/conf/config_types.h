@@ -239,8 +239,8 @@ typedef struct config {
     char *path;                 /* the file it came from */
     config_origin_t *origins;   /* every key read as a file path, as written */
     size_t n_origins;
-    uint32_t workers;           /* 1..CONFIG_MAX_WORKERS; "auto" (default) is resolved at load to the CPUs
-                                   this process may run on (sched_getaffinity) */
+    uint32_t workers;           /* as written: 1..CONFIG_MAX_WORKERS, or 0 for "auto" (the default),
+                                   which config_worker_threads resolves at start */
     config_listener_t listeners[CONFIG_MAX_LISTENERS];
     size_t n_listeners;
     config_upstream_t upstream;

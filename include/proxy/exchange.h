@@ -24,14 +24,22 @@
 int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, config_t *cfg, unsigned n_workers,
                       const http_limits_t *limits, SSL_CTX *upstream_tls, metrics_worker_t *metrics, char *err,
                       size_t errlen);
-/* A reload: exchanges from now on start under cfg (the context takes a
- * reference), with its slots, queue and timeouts, and upstream_tls (NULL:
- * plain) for new upstream connections. upstream_epoch names the peer
- * (upstream_pool_reconfigure); a new one closes the pooled connections,
- * and fetches this worker keeps for coalesce.ttl from the old peer go.
- * The buffer sizes (limits.max_header_bytes, max_headers) must not have
- * changed. 0, or -1 (out of memory) with nothing changed. */
-int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream_tls, uint32_t upstream_epoch);
+/* A generation of cfg (a reference of its own) for exchange_ctx_reconfigure;
+ * NULL when out of memory. Any thread may make one: the gate makes each
+ * worker's before a reload's commit, so that no worker can fail to apply
+ * a reload the others took. */
+exchange_gen_t *exchange_gen_new(config_t *cfg);
+/* One no context took. NULL is ignored. */
+void exchange_gen_free(exchange_gen_t *g);
+/* A reload: exchanges from now on start under gen (the context takes it)
+ * and its configuration's slots, queue and timeouts, and upstream_tls
+ * (NULL: plain) for new upstream connections. upstream_epoch names the
+ * peer (upstream_pool_reconfigure); a new one closes the pooled
+ * connections, and fetches this worker keeps for coalesce.ttl from the
+ * old peer go. The buffer sizes (limits.max_header_bytes, max_headers)
+ * must not have changed. It cannot fail: the one allocation it needs is
+ * gen, made beforehand. */
+void exchange_ctx_reconfigure(exchange_ctx_t *x, exchange_gen_t *gen, SSL_CTX *upstream_tls, uint32_t upstream_epoch);
 /* Stopping: idle upstream connections close, none is kept after use.
  * A fetch this worker drives may have readers on other workers: while
  * one is in flight (exchange_ctx_busy), the worker's loop must run on;

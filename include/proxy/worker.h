@@ -17,6 +17,7 @@
 #include "core/addrset.h"
 #include "policy/token_set.h"
 #include "proxy/conn.h"
+#include "proxy/exchange_types.h"
 #include "verdict/snapshot.h"
 
 typedef struct worker_listener {
@@ -41,9 +42,12 @@ typedef struct worker_listen {
 /* One worker's part of a reload (SIGHUP): the worker takes everything in
  * it, applies it between two events of its loop (no callback of its is
  * under way) and writes 1 to ack_fd. Listeners of the worker's that are
- * not in listeners[] close, and their connections drain. */
+ * not in listeners[] close, and their connections drain. Whatever the
+ * switch needs to allocate comes made in it, so a worker never
+ * acknowledges a reload it could not apply. */
 typedef struct worker_reload {
     config_t *cfg;              /* a reference */
+    exchange_gen_t *gen;        /* the exchanges' generation of cfg (exchange_gen_new) */
     SSL_CTX *upstream_tls;      /* a reference; NULL: plain */
     uint32_t upstream_epoch;    /* the gate's name for cfg's upstream peer (upstream_pool_t.epoch) */
     worker_listen_t listeners[CONFIG_MAX_LISTENERS];    /* cfg->n_listeners of them */

@@ -363,7 +363,6 @@ int cmd_run(int argc, char **argv)
     g.reloads.loaded_at = time(NULL);
     g.ack_fd = -1;
     signal(SIGPIPE, SIG_IGN);
-    /* "auto" was resolved when the config was loaded. */
-    g.n_workers = g.cfg->workers;
+    g.n_workers = config_worker_threads(g.cfg);
     return gate_run(&g);
 }

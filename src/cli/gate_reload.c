@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "gate.h"
 #include "os/socket.h"
+#include "proxy/exchange.h"
 #include "tls/tls.h"
 
 /* What a reload builds before it commits; all of it is undone on refusal. */
@@ -68,18 +69,26 @@ static int plan_tls(reload_plan_t *p, char *err, size_t errlen)
 }
 
 /* One message per worker, its sockets -1 (kept) until a new listener's
- * are opened into them. */
+ * are opened into them, with everything the worker's switch allocates:
+ * made here, a failure refuses the reload before any worker has changed,
+ * where one in a worker left it serving the old configuration while it
+ * acknowledged the new one. */
 static int plan_messages(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 {
     p->msgs = calloc(g->n_workers, sizeof *p->msgs);
-    if (!p->msgs)
-        goto oom;
+    if (!p->msgs) {
+        snprintf(err, errlen, "out of memory for the workers' reload messages");
+        return -1;
+    }
     p->upstream_epoch = g->upstream_epoch + !config_upstream_same_peer(&g->cfg->upstream, &p->cfg->upstream);
     for (unsigned w = 0; w < g->n_workers; w++) {
         worker_reload_t *r = calloc(1, sizeof *r);
-        if (!r)
-            goto oom;
-        p->msgs[p->n_msgs++] = r;
+        if (r)
+            p->msgs[p->n_msgs++] = r;
+        if (!r || !(r->gen = exchange_gen_new(p->cfg))) {
+            snprintf(err, errlen, "worker %u: out of memory for its reload message", w);
+            return -1;
+        }
         r->cfg = config_ref(p->cfg);
         r->ack_fd = g->ack_fd;
         r->upstream_epoch = p->upstream_epoch;
@@ -92,9 +101,6 @@ static int plan_messages(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
         }
     }
     return 0;
-oom:
-    snprintf(err, errlen, "out of memory");
-    return -1;
 }
 
 /* A listener with the address and TLS-ness of a running one keeps that

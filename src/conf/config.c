@@ -726,16 +726,6 @@ static int (*const validators[])(loader_t *) = {
     validate_redirect, validate_coalesce,
 };
 
-/* CPUs this process may run on (cpusets, taskset), not all online ones. */
-static uint32_t usable_cpus(void)
-{
-    cpu_set_t set;
-    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1)
-        return 1;
-    return n > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (uint32_t)n;
-}
-
 /* min_spec: auto takes the spec of the table's row for the OCP limit: the
  * oldest boot image the release supports reads at least that spec. */
 static int derive_evidence(loader_t *ld)
@@ -765,8 +755,6 @@ static int derive(loader_t *ld)
     config_t *cfg = ld->cfg;
     if (derive_evidence(ld) < 0)
         return -1;
-    if (cfg->workers == 0)
-        cfg->workers = usable_cpus();
     if (!cfg->upstream.server_name) {
         char ip[ADDR_IP_TEXT_LEN];
         addr_ip_text(&cfg->upstream.addr.ss, ip, sizeof ip);
@@ -1007,4 +995,17 @@ void config_free(config_t *cfg)
     free(cfg->origins);
     free(cfg->path);
     free(cfg);
+}
+
+/* auto: the CPUs this process may run on (cpusets, taskset), not all
+ * online ones. */
+uint32_t config_worker_threads(const config_t *cfg)
+{
+    if (cfg->workers)
+        return cfg->workers;
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        return 1;
+    return n > CONFIG_MAX_WORKERS ? CONFIG_MAX_WORKERS : (uint32_t)n;
 }

@@ -17,7 +17,7 @@ int conf_read_workers(loader_t *ld, const ynode_t *node, const field_t *f, void 
     static const field_t as_count = {"workers", schema_read_count, 0, &workers_range};
     (void)f;
     if (node->kind == YNODE_SCALAR && node->len == 4 && !strcmp(node->value, "auto"))
-        return 0;   /* the default, resolved once loading ends */
+        return 0;   /* the default, 0: resolved at start (config_worker_threads) */
     if (node->kind == YNODE_SCALAR && node->plain && node->len && strspn(node->value, "0123456789") == node->len)
         return schema_read_count(ld, node, &as_count, dst);
     return schema_fail_expected(ld, node, "auto or a whole number from 1 to 256");

@@ -15,6 +15,14 @@ static bool same_addr(const config_addr_t *a, const config_addr_t *b)
     return a->len == b->len && memcmp(&a->ss, &b->ss, a->len) == 0;
 }
 
+static void workers_text(uint32_t workers, char *out, size_t len)
+{
+    if (workers)
+        snprintf(out, len, "%u", workers);
+    else
+        snprintf(out, len, "auto");
+}
+
 static void token_files_text(const config_admission_token_t *t, char *out, size_t len)
 {
     size_t n = (size_t)snprintf(out, len, "%s", t->n_files ? "" : "none");
@@ -65,6 +73,8 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
         bool same;
         char was[160], now[160];
     } rows[] = {
+        /* As written: auto is the CPUs at start, and a cpuset narrowed
+         * since is no change of the file's. */
         {"workers", old->workers == new->workers, "", ""},
         {"limits.max_header_bytes", old->limits.max_header_bytes == new->limits.max_header_bytes, "", ""},
         {"limits.max_headers", old->limits.max_headers == new->limits.max_headers, "", ""},
@@ -87,8 +97,8 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
          * cli/gate_reload.c, but never turned on, off or elsewhere). */
         {"admission.machines", same_machines(&old->admission.machines, &new->admission.machines), "", ""},
     };
-    snprintf(rows[0].was, sizeof rows[0].was, "%u", old->workers);
-    snprintf(rows[0].now, sizeof rows[0].now, "%u", new->workers);
+    workers_text(old->workers, rows[0].was, sizeof rows[0].was);
+    workers_text(new->workers, rows[0].now, sizeof rows[0].now);
     snprintf(rows[1].was, sizeof rows[1].was, "%u", old->limits.max_header_bytes);
     snprintf(rows[1].now, sizeof rows[1].now, "%u", new->limits.max_header_bytes);
     snprintf(rows[2].was, sizeof rows[2].was, "%u", old->limits.max_headers);

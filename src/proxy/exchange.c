@@ -54,7 +54,7 @@ static uint32_t exchange_share(uint32_t gate_wide, unsigned n_workers)
     return (gate_wide + n_workers - 1) / n_workers;
 }
 
-static exchange_gen_t *exchange_gen_new(config_t *cfg)
+exchange_gen_t *exchange_gen_new(config_t *cfg)
 {
     exchange_gen_t *g = calloc(1, sizeof *g);
     if (g)
@@ -64,7 +64,7 @@ static exchange_gen_t *exchange_gen_new(config_t *cfg)
 
 /* The debug log tells when an old generation goes (t_reload_generations
  * waits on it). */
-static void exchange_gen_free(exchange_gen_t *g, const char *when)
+static void exchange_gen_gone(exchange_gen_t *g, const char *when)
 {
     if (when && log_enabled(LOG_DEBUG))
         log_msg(LOG_DEBUG, "config_generation_freed", "the configuration before a reload is freed %s", when);
@@ -118,14 +118,18 @@ int exchange_ctx_init(exchange_ctx_t *x, struct event_base *base, config_t *cfg,
     return coalesce_worker_init(&x->coalesce, base, &cfg->coalesce, err, errlen);
 }
 
-int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream_tls, uint32_t upstream_epoch)
+void exchange_gen_free(exchange_gen_t *g)
 {
-    exchange_gen_t *g = exchange_gen_new(cfg);
-    if (!g)
-        return -1;
+    if (g)
+        exchange_gen_gone(g, NULL);
+}
+
+void exchange_ctx_reconfigure(exchange_ctx_t *x, exchange_gen_t *g, SSL_CTX *upstream_tls, uint32_t upstream_epoch)
+{
+    const config_t *cfg = g->cfg;
     exchange_gen_t *old = x->gen;
     if (old->exchanges == 0) {
-        exchange_gen_free(old, "at once: no exchange holds it");
+        exchange_gen_gone(old, "at once: no exchange holds it");
     } else {
         old->next = x->retired;
         x->retired = old;
@@ -141,7 +145,6 @@ int exchange_ctx_reconfigure(exchange_ctx_t *x, config_t *cfg, SSL_CTX *upstream
     slot_queue_per_client(&x->slots, exchange_share(up->max_per_client, x->n_workers));
     slot_queue_resize(&x->slots, exchange_share(up->max_concurrent, x->n_workers),
                       exchange_share(up->max_queue, x->n_workers));
-    return 0;
 }
 
 /* An exchange is over: its generation, if retired, goes with the last one. */
@@ -156,7 +159,7 @@ static void exchange_leave_gen(exchange_t *x)
             *at = g->next;
             break;
         }
-    exchange_gen_free(g, "with the last exchange that held it");
+    exchange_gen_gone(g, "with the last exchange that held it");
 }
 
 void exchange_ctx_stop(exchange_ctx_t *x, void (*on_idle)(void *arg), void *arg)
@@ -182,10 +185,10 @@ void exchange_ctx_destroy(exchange_ctx_t *x)
     while (x->retired) {
         exchange_gen_t *g = x->retired;
         x->retired = g->next;
-        exchange_gen_free(g, NULL);
+        exchange_gen_gone(g, NULL);
     }
     if (x->gen)
-        exchange_gen_free(x->gen, NULL);
+        exchange_gen_gone(x->gen, NULL);
 }
 
 /* ---- the end of an exchange ------------------------------------------ */

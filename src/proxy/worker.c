@@ -120,6 +120,7 @@ void worker_reload_free(worker_reload_t *r)
         SSL_CTX_free(r->listeners[i].tls);
     }
     SSL_CTX_free(r->upstream_tls);
+    exchange_gen_free(r->gen);
     config_unref(r->cfg);
     free(r);
 }
@@ -177,16 +178,16 @@ static void worker_reload_listeners(worker_t *w, worker_reload_t *r)
 
 /* Between two events: no exchange or connection callback is under way,
  * so every module sees the switch at a point where it holds nothing half
- * done. Exchanges in flight keep their generation (exchange_gen_t). */
+ * done. Exchanges in flight keep their generation (exchange_gen_t). No
+ * step can fail: the acknowledgement says the worker serves r->cfg. */
 static void worker_apply_reload(worker_t *w, worker_reload_t *r)
 {
     int ack_fd = r->ack_fd;
     if (w->env.stopping) {
         worker_reload_free(r);
-    } else if (exchange_ctx_reconfigure(&w->env.exchange, r->cfg, r->upstream_tls, r->upstream_epoch) < 0) {
-        log_msg(LOG_ERROR, "reload", "out of memory: a worker keeps the previous configuration");
-        worker_reload_free(r);
     } else {
+        exchange_ctx_reconfigure(&w->env.exchange, r->gen, r->upstream_tls, r->upstream_epoch);
+        r->gen = NULL;
         conn_set_reconfigure(&w->env.conns, w->env.base, &r->cfg->limits);
         worker_reload_listeners(w, r);
         config_unref(w->env.cfg);

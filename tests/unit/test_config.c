@@ -49,7 +49,8 @@ static config_t *parse_ok(const char *text)
 Test(config, defaults_when_keys_absent)
 {
     config_t *cfg = parse_ok(MINIMAL);
-    cr_expect_geq(cfg->workers, 1);
+    cr_expect_eq(cfg->workers, 0, "auto, resolved at start");
+    cr_expect_geq(config_worker_threads(cfg), 1);
     cr_expect_eq(cfg->n_listeners, 1);
     cr_expect_not(cfg->listeners[0].tls.enabled);
     cr_expect_str_eq(cfg->upstream.addr.text, "127.0.0.1:22624");
@@ -521,6 +522,11 @@ Test(config, workers_auto_or_a_bounded_count)
 {
     config_t *cfg = parse_ok(MINIMAL "workers: 4\n");
     cr_expect_eq(cfg->workers, 4);
+    cr_expect_eq(config_worker_threads(cfg), 4);
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "workers: auto\n");
+    cr_expect_eq(cfg->workers, 0, "kept as written, auto");
+    cr_expect_geq(config_worker_threads(cfg), 1);
     config_free(cfg);
     expect_error(MINIMAL "workers: 0\n", "t.yaml:3:10: workers: must be greater than 0");
     expect_error(MINIMAL "workers: 257\n", "t.yaml:3:10: workers: must be from 1 to 256");

@@ -1,5 +1,6 @@
 /* conf/reload: what a SIGHUP may change and how the gate tells what changed. */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,6 +65,39 @@ Test(reload, restart_only_keys_are_named_with_both_values)
     cr_expect_str_eq(got, "workers needs a restart (2 -> 3)");
     config_unref(old);
     config_unref(new);
+}
+
+/* auto is compared as written: the CPUs this process may run on narrow
+ * between two loads (the kubelet's CPU manager shrinking a pod's cpuset)
+ * and the file has not changed. A number where auto was, or the reverse,
+ * is a change. */
+Test(reload, workers_auto_is_compared_as_written_not_as_the_cpus_now)
+{
+    const char *listener = "listeners:\n  - address: \"127.0.0.1:0\"\n";
+    char text[256], got[256] = "";
+    cpu_set_t set;
+    cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
+    if (CPU_COUNT(&set) < 2)
+        cr_skip_test("needs 2 CPUs to narrow the affinity to 1");
+    snprintf(text, sizeof text, "workers: auto\n%s", listener);
+    config_t *before = parse(text);
+    int first = 0;
+    while (!CPU_ISSET(first, &set))
+        first++;
+    CPU_ZERO(&set);
+    CPU_SET(first, &set);
+    cr_assert_eq(sched_setaffinity(0, sizeof set, &set), 0);
+    config_t *after = parse(text);
+    cr_expect_eq(config_restart_needed(before, after, got, sizeof got), 0, "refused: %s", got);
+    snprintf(text, sizeof text, "workers: 3\n%s", listener);
+    config_t *three = parse(text);
+    cr_expect_eq(config_restart_needed(before, three, got, sizeof got), -1);
+    cr_expect_str_eq(got, "workers needs a restart (auto -> 3)");
+    cr_expect_eq(config_restart_needed(three, after, got, sizeof got), -1);
+    cr_expect_str_eq(got, "workers needs a restart (3 -> auto)");
+    config_unref(before);
+    config_unref(after);
+    config_unref(three);
 }
 
 /* The values are compared whole, not as the message's text: two lists of
