@@ -56,6 +56,8 @@ typedef struct metrics_worker {
     /* coalesce: readers served from a fetch they did not lead, and those
      * that never sent a request of their own */
     metrics_counter_t coalesce_followers, coalesce_renders_saved;
+    /* bytes kept for readers slower than the MCS now (a gauge) */
+    metrics_counter_t buffered_bytes;
 } metrics_worker_t;
 
 /* Owner-only increment: a plain load and store, yet a data race for no one. */

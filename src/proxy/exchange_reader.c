@@ -73,6 +73,7 @@ static char *exchange_store_get(void *arg)
         return NULL;
     ctx->kept += size;
     x->client->kept += size;
+    metrics_add(&ctx->metrics->buffered_bytes, size);
     if (!x->keeping)
         exchange_keepers_add(x);
     return chunk;
@@ -84,6 +85,7 @@ static void exchange_store_put(void *arg, char *chunk)
     exchange_ctx_t *ctx = x->ctx;
     ctx->kept -= ctx->bufs.size;
     x->client->kept -= ctx->bufs.size;
+    metrics_sub(&ctx->metrics->buffered_bytes, ctx->bufs.size);
     buf_pool_put(&ctx->bufs, chunk);
     if (x->relay.store.n == 0)
         exchange_keep_end(x);

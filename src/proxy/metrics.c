@@ -292,6 +292,10 @@ static void metrics_render_coalesce(FILE *f, const metrics_worker_t *const *work
     metrics_render_value(f, "skewgate_coalesce_renders_saved_total", "counter",
                          "Upstream requests (MCS renders) not made because a request joined a shared fetch.",
                          metrics_sum(workers, n_workers, offsetof(metrics_worker_t, coalesce_renders_saved)));
+    metrics_render_value(f, "skewgate_buffered_bytes", "gauge",
+                         "Response bytes kept now for clients that read slower than the MCS sends "
+                         "(limits.max_buffered).",
+                         metrics_sum(workers, n_workers, offsetof(metrics_worker_t, buffered_bytes)));
 }
 
 static void metrics_render_gate(FILE *f, const metrics_gate_t *g)

@@ -12,8 +12,11 @@ certs
 mcs_start 4194304
 object="$TMP/mc.yaml"
 set_object automatic-compliant.yaml "$object"
-UPSTREAM_EXTRA="  queue_timeout: 3s" gate_config "$TMP/gate.yaml" hold "$object"
+ADMIN_ADDR="127.0.0.1:$(free_port)"
+ADMIN_ADDR=$ADMIN_ADDR UPSTREAM_EXTRA="  queue_timeout: 3s" gate_config "$TMP/gate.yaml" hold "$object"
 gate_start "$TMP/gate.yaml"
+buffered() { curl -sf "http://$ADMIN_ADDR/metrics" | awk '$1 == "skewgate_buffered_bytes" {print $2}'; }
+buffered_is_0() { [ "$(buffered)" = 0 ]; }
 
 note "128 idle clients from 127.0.0.2: 64 HTTP/1.0, 64 with a 5 KiB query"
 python3 "$ROOT/tests/integration/idle_clients.py" "$PLAIN_PORT" --ready "$TMP/idle.ready" \
@@ -42,6 +45,10 @@ if [ -z "${SKEWGATE_SAN:-}" ]; then
   echo "gate RSS ${rss} KiB"
   [ "$rss" -lt $(( (256 + 64) * 1024 )) ] || fail "the gate holds ${rss} KiB for its slow readers"
 fi
+b=$(buffered)
+echo "skewgate_buffered_bytes $b"
+[ "$b" -gt 0 ] && [ "$b" -le $((256 << 20)) ] || fail "skewgate_buffered_bytes: $b"
+
 note "the 64 HTTP/1.0 requests shared their renders (1.0 with 1.0 only)"
 renders=$(grep -c '"GET /config/worker HTTP/1.0"' "$TMP/mcs/access.log" || true)
 echo "the MCS rendered $renders times for 64 HTTP/1.0 requests"
@@ -69,5 +76,7 @@ assert "\r\nConnection: close" in head, head
 assert s.recv(1) == b"", "a 1.0 answer without keep-alive ends the connection"
 print("1.0 keep-alive, then 1.0 close: framed as the relay does")
 PY
-kill "$IDLE" 2>/dev/null || true   # the gate's drain would wait for them
+kill "$IDLE" 2>/dev/null || true
+note "the idle clients gone, every kept byte is given back"
+wait_until 20 buffered_is_0 || fail "skewgate_buffered_bytes stays at $(buffered) with no client left"
 

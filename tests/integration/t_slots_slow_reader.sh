@@ -53,6 +53,7 @@ PY
   PIDS+=($READER)
 }
 
+reloaded() { [ "$(grep -c '"msg":"configuration reloaded' "$GATE_LOG")" -ge "$1" ]; }
 cut_logged() { grep -q '"user_agent":"slow-reader"' "$GATE_LOG"; }
 mcs_logged() { [ "$(grep -c "GET /config/worker?$1 " "$TMP/mcs/access.log" 2>/dev/null)" -ge 1 ]; }
 
@@ -65,6 +66,9 @@ round() {
   got=$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 "http://127.0.0.1:$PLAIN_PORT/config/worker?other-$tag") || got="$got curl:$?"
   [ "$got" = 200 ] ||
     fail "$tag: the slot was still the reader's: another request got $got ($(grep -o '"reason":"[A-Za-z]*"' "$GATE_LOG" | sort | uniq -c | tr '\n' ' '))"
+  note "$tag: a reload while the reader reads what was kept for it (its deadline and store outlive it)"
+  kill -HUP "$GATE_PID"
+  wait_until 10 reloaded "$2" || fail "$tag: the reload was not taken"
   note "$tag: the reader is cut at its deadline, short of its Content-Length"
   wait_until 30 cut_logged || fail "$tag: the reader was not cut"
   touch "$TMP/reader.fast"
@@ -89,6 +93,6 @@ coalesce:
   enabled: $coalesce
   min_read_rate: 16MiB"
   gate_start "$TMP/gate.yaml"
-  round "coalesce-$coalesce"
+  round "coalesce-$coalesce" 1
   gate_stop
 done
