@@ -14,11 +14,12 @@
 #include <sys/socket.h>
 
 #include "core/addrset.h"
+#include "proxy/queue.h"
 
 typedef struct client_share {
     addrset_key_t key;
     uint32_t refs;              /* exchanges holding it */
-    uint32_t slots;             /* upstream slots its requests hold */
+    slot_share_t slots;         /* upstream slots its requests hold, and its waiters */
     uint64_t kept;              /* bytes kept for its slow readers */
     struct client_share *next;  /* in its bucket */
 } client_share_t;

@@ -4,9 +4,11 @@
  * through its callback when it got a slot; leaving the queue early (the
  * client went away, the wait timed out) is O(1).
  *
- * First come, first served, but for one thing: a freed slot goes to the
+ * First come, first served, but for two things: a freed slot goes to the
  * longest waiter whose address holds fewer than per_client slots (a count
- * its owner keeps, client_table.h), if there is one. So one
+ * its owner keeps, client_table.h), if there is one; and a full queue
+ * makes room for a waiter by putting out the newest waiter of the address
+ * with the most, when that address would still have more than it. So one
  * address opening hundreds of connections cannot make another's request
  * wait behind all of its own; alone, it may still use every slot. */
 #ifndef SKEWGATE_QUEUE_H
@@ -15,13 +17,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* What one client address has of a queue: kept by the owner (the slots
+ * its requests hold) and by the queue (its waiters). */
+typedef struct slot_share {
+    uint32_t held, waiting;
+} slot_share_t;
+
 typedef struct slot_waiter slot_waiter_t;
 struct slot_waiter {
     slot_waiter_t *prev, *next;
     bool queued;
-    const uint32_t *held;           /* slots its client address holds; NULL: not counted */
+    slot_share_t *share;            /* its client address's; NULL: not counted */
     /* The waiter now holds a slot; it gives it back with slot_release. */
     void (*granted)(slot_waiter_t *w);
+    /* Put out of a full queue to make room for an address with fewer
+     * waiters (NULL: it is never). It holds no slot. */
+    void (*refused)(slot_waiter_t *w);
 };
 
 typedef struct slot_queue {
@@ -40,8 +51,8 @@ void slot_queue_resize(slot_queue_t *q, uint32_t cap, uint32_t max_len);
 void slot_queue_per_client(slot_queue_t *q, uint32_t per_client);
 /* Takes a slot if one is free (then nobody waits). */
 bool slot_take(slot_queue_t *q);
-/* Joins the queue (w->held, the slots its address holds, set by the
- * caller): 0, or -1 when the queue is full. */
+/* Joins the queue (w->share and w->refused set by the caller): 0, or -1
+ * when the queue is full and nobody may be put out for it. */
 int slot_wait(slot_queue_t *q, slot_waiter_t *w, void (*granted)(slot_waiter_t *w));
 /* Leaves the queue without a slot (a no-op when not queued). */
 void slot_cancel(slot_queue_t *q, slot_waiter_t *w);

@@ -33,6 +33,7 @@ static void exchange_leave_gen(exchange_t *x);
 static void exchange_fail(exchange_t *x, int status, gate_reason_t why);
 static void exchange_cut(exchange_t *x, gate_reason_t why, bool upstream_fault);
 static void exchange_upstream_start(exchange_t *x);
+static void exchange_crowded_out(slot_waiter_t *w);
 static void exchange_begin(exchange_t *x);
 static void exchange_on_head(exchange_t *x, const http_response_t *resp, size_t head_len);
 
@@ -198,7 +199,7 @@ static void exchange_slot_held(exchange_t *x)
 {
     x->has_slot = true;
     if (x->client)
-        x->client->slots++;
+        x->client->slots.held++;
 }
 
 /* The upstream connection (to the pool if reuse) and the slot go back:
@@ -218,7 +219,7 @@ static void exchange_let_go_upstream(exchange_t *x, bool reuse)
     if (x->has_slot) {
         x->has_slot = false;
         if (x->client)
-            x->client->slots--;
+            x->client->slots.held--;
         slot_release(&x->ctx->slots);
     }
 }
@@ -364,7 +365,8 @@ static void exchange_upstream_start(exchange_t *x)
         exchange_begin(x);
         return;
     }
-    x->waiter.held = x->client ? &x->client->slots : NULL;
+    x->waiter.share = x->client ? &x->client->slots : NULL;
+    x->waiter.refused = exchange_crowded_out;
     if (slot_wait(&ctx->slots, &x->waiter, exchange_granted) < 0) {
         exchange_fail(x, 503, GATE_REASON_QUEUE_FULL);
         return;
@@ -373,6 +375,15 @@ static void exchange_upstream_start(exchange_t *x)
     if (log_enabled(LOG_DEBUG))
         log_msg(LOG_DEBUG, "upstream_queued", "waiting for one of %u upstream slots", (unsigned)ctx->slots.cap);
     x->ops->deadline(x->owner, EXCHANGE_WAIT_QUEUE, ctx->cfg->upstream.queue_timeout_ms);
+}
+
+/* Put out of a full queue for an address with fewer waiters: as if the
+ * queue had been full when it came (Ignition retries a 503). */
+static void exchange_crowded_out(slot_waiter_t *w)
+{
+    exchange_t *x = (exchange_t *)((char *)w - offsetof(exchange_t, waiter));
+    x->ops->deadline(x->owner, EXCHANGE_WAIT_NONE, 0);
+    exchange_fail(x, 503, GATE_REASON_QUEUE_FULL);
 }
 
 void exchange_queue_timeout(exchange_t *x)

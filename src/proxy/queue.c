@@ -7,9 +7,9 @@ void slot_queue_init(slot_queue_t *q, uint32_t cap, uint32_t max_len)
     *q = (slot_queue_t){.cap = cap, .max_len = max_len};
 }
 
-static bool slot_over_share(const slot_queue_t *q, const uint32_t *held)
+static bool slot_over_share(const slot_queue_t *q, const slot_share_t *share)
 {
-    return q->per_client && held && *held >= q->per_client;
+    return q->per_client && share && share->held >= q->per_client;
 }
 
 /* The longest waiter of an address under its share, else the longest.
@@ -17,7 +17,7 @@ static bool slot_over_share(const slot_queue_t *q, const uint32_t *held)
 static slot_waiter_t *slot_next(const slot_queue_t *q)
 {
     for (slot_waiter_t *w = q->head; w; w = w->next)
-        if (!slot_over_share(q, w->held))
+        if (!slot_over_share(q, w->share))
             return w;
     return q->head;
 }
@@ -54,10 +54,31 @@ bool slot_take(slot_queue_t *q)
     return true;
 }
 
+/* The newest waiter of the address with the most waiters, if it would
+ * still have more than the newcomer's once put out; NULL otherwise. A
+ * walk of the queue, only when it is full. */
+static slot_waiter_t *slot_crowding(const slot_queue_t *q, const slot_share_t *newcomer)
+{
+    if (!q->per_client || !newcomer)
+        return NULL;
+    slot_waiter_t *most = NULL;
+    for (slot_waiter_t *w = q->tail; w; w = w->prev)
+        if (w->refused && w->share && (!most || w->share->waiting > most->share->waiting))
+            most = w;
+    return most && most->share->waiting > newcomer->waiting + 1 ? most : NULL;
+}
+
 int slot_wait(slot_queue_t *q, slot_waiter_t *w, void (*granted)(slot_waiter_t *w))
 {
-    if (q->len >= q->max_len)
-        return -1;
+    if (q->len >= q->max_len) {
+        slot_waiter_t *out = slot_crowding(q, w->share);
+        if (!out)
+            return -1;
+        slot_cancel(q, out);
+        out->refused(out);
+        if (q->len >= q->max_len)
+            return -1;  /* a lower max_len since a reload: the queue stays over it */
+    }
     w->granted = granted;
     w->next = NULL;
     w->prev = q->tail;
@@ -68,6 +89,8 @@ int slot_wait(slot_queue_t *q, slot_waiter_t *w, void (*granted)(slot_waiter_t *
     q->tail = w;
     q->len++;
     w->queued = true;
+    if (w->share)
+        w->share->waiting++;
     return 0;
 }
 
@@ -86,6 +109,8 @@ void slot_cancel(slot_queue_t *q, slot_waiter_t *w)
     w->prev = w->next = NULL;
     w->queued = false;
     q->len--;
+    if (w->share)
+        w->share->waiting--;
 }
 
 void slot_release(slot_queue_t *q)

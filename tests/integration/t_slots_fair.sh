@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # No client holds the MCS (issue 27): one address that opens 200
 # connections to a slow MCS cannot make another address's request wait
-# behind all of its own. A freed upstream slot goes to the longest waiter
-# of an address under its share (upstream.max_per_client) first. Before,
-# the queue was first come, first served: the other address's request
-# waited behind ~196 renders of 2 s each and got 503 UpstreamQueueTimeout.
+# behind all of its own, nor keep it out of a full queue. A freed upstream
+# slot goes to the longest waiter of an address under its share
+# (upstream.max_per_client) first, and a full queue puts out the newest
+# waiter of the address with the most to make room. Before, the queue was
+# first come, first served: the other address's request waited behind 64
+# renders of 2 s each and got 503 UpstreamQueueTimeout, or found the queue
+# full, 503 UpstreamQueueFull.
 . "$(dirname "$0")/lib.sh"
 
 certs
@@ -13,6 +16,7 @@ MCS_PORT=$BAD_PORT BAD_PID=${PIDS[-1]}
 object="$TMP/mc.yaml"
 set_object automatic-compliant.yaml "$object"
 GATE_WORKERS=1 UPSTREAM_EXTRA="  max_concurrent: 4
+  max_queue: 64
   max_per_client: 2" gate_config "$TMP/gate.yaml" hold "$object" "coalesce:
   enabled: false
 log:
@@ -21,14 +25,16 @@ gate_start "$TMP/gate.yaml"
 
 queued() { [ "$(grep -c '"event":"upstream_queued"' "$GATE_LOG")" -ge "$1" ]; }
 
-note "200 connections from 127.0.0.2: 4 in flight, the rest queued"
+note "200 connections from 127.0.0.2: 4 in flight, 64 queued, the rest refused (queue full)"
 python3 "$ROOT/tests/integration/idle_clients.py" "$PLAIN_PORT" --ready "$TMP/hog.ready" \
   --query 200 --query-bytes 8 --limit 60 &
 HOG=$!
 PIDS+=($HOG)
-wait_until 30 queued 196 || fail "the 200 requests were not queued: $(grep -c upstream_queued "$GATE_LOG")"
+full() { [ "$(access_count reason UpstreamQueueFull)" -ge 132 ]; }
+wait_until 30 queued 64 || fail "the requests were not queued: $(grep -c upstream_queued "$GATE_LOG")"
+wait_until 30 full || fail "the queue was not full: $(access_count reason UpstreamQueueFull) refused"
 
-note "one request from 127.0.0.1 gets the next free slot"
+note "one request from 127.0.0.1: room in the full queue, then the next free slot"
 code=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 20 "http://127.0.0.1:$PLAIN_PORT/config/worker")
 echo "127.0.0.1 got: $code"
 [ "${code%% *}" = 200 ] || fail "127.0.0.1 waited behind 127.0.0.2's requests: $code"

@@ -438,36 +438,38 @@ Test(queue, resize_down_keeps_the_slots_in_use_and_the_waiters)
 
 /* ---- an address's share ---------------------------------------------- */
 
-static uint32_t held_by[2];     /* slots held by address 0 (the hog) and 1 */
+static slot_share_t share[2];   /* address 0 (the hog) and 1 */
+#define held_by_0 share[0].held
+#define held_by_1 share[1].held
 
 static void granted_to_address(slot_waiter_t *sw)
 {
     granted(sw);
-    held_by[sw->held == &held_by[0] ? 0 : 1]++;
+    sw->share->held++;
 }
 
 Test(queue, a_freed_slot_goes_to_an_address_under_its_share_first)
 {
     slot_queue_init(&q, 2, N);
     slot_queue_per_client(&q, 1);
-    held_by[0] = held_by[1] = 0;
+    memset(share, 0, sizeof share);
     /* The hog holds both slots and queues 40 more. */
     cr_assert(slot_take(&q));
     cr_assert(slot_take(&q));
-    held_by[0] = 2;
+    held_by_0 = 2;
     for (int i = 0; i < 40; i++) {
-        ws[i].w.held = &held_by[0];
+        ws[i].w.share = &share[0];
         cr_assert_eq(slot_wait(&q, &ws[i].w, granted_to_address), 0);
     }
     /* Another address comes last. */
-    ws[40].w.held = &held_by[1];
+    ws[40].w.share = &share[1];
     cr_assert_eq(slot_wait(&q, &ws[40].w, granted_to_address), 0);
-    held_by[0]--;
+    held_by_0--;
     slot_release(&q);
     cr_assert_eq(n_order, 1);
     cr_assert_eq(order[0], 40, "the other address got the slot, not the hog's first waiter (%d)", order[0]);
     /* Nobody else under its share: first come, first served again. */
-    held_by[0]--;
+    held_by_0--;
     slot_release(&q);
     cr_assert_eq(order[1], 0);
 }
@@ -475,14 +477,14 @@ Test(queue, a_freed_slot_goes_to_an_address_under_its_share_first)
 Test(queue, without_a_share_it_is_first_come_first_served)
 {
     slot_queue_init(&q, 1, N);
-    held_by[0] = held_by[1] = 0;
+    memset(share, 0, sizeof share);
     cr_assert(slot_take(&q));
-    held_by[0] = 1;
-    ws[0].w.held = &held_by[0];
-    ws[1].w.held = &held_by[1];
+    held_by_0 = 1;
+    ws[0].w.share = &share[0];
+    ws[1].w.share = &share[1];
     cr_assert_eq(slot_wait(&q, &ws[0].w, granted_to_address), 0);
     cr_assert_eq(slot_wait(&q, &ws[1].w, granted_to_address), 0);
-    held_by[0]--;
+    held_by_0--;
     slot_release(&q);
     cr_assert_eq(order[0], 0, "per_client 0: no share, the longest waiter");
 }
@@ -491,12 +493,70 @@ Test(queue, an_address_alone_may_use_every_slot)
 {
     slot_queue_init(&q, 3, N);
     slot_queue_per_client(&q, 1);
-    held_by[0] = 3;
+    held_by_0 = 3;
     cr_assert(slot_take(&q));
     cr_assert(slot_take(&q));
     cr_assert(slot_take(&q), "nobody waits: the share does not hold it back");
-    ws[0].w.held = &held_by[0];
+    ws[0].w.share = &share[0];
     cr_assert_eq(slot_wait(&q, &ws[0].w, granted_to_address), 0);
     slot_release(&q);
     cr_assert_eq(order[0], 0, "over its share, but the only waiter");
+}
+
+static int refusals[N];
+
+static void refused(slot_waiter_t *sw)
+{
+    cr_assert_not(sw->queued, "a refused waiter has left the queue");
+    refusals[of(sw)->id]++;
+}
+
+Test(queue, a_full_queue_puts_out_the_newest_waiter_of_the_address_with_the_most)
+{
+    slot_queue_init(&q, 1, 4);
+    slot_queue_per_client(&q, 1);
+    memset(share, 0, sizeof share);
+    memset(refusals, 0, sizeof refusals);
+    cr_assert(slot_take(&q));
+    held_by_0 = 1;
+    for (int i = 0; i < 4; i++) {
+        ws[i].w.share = &share[0];
+        ws[i].w.refused = refused;
+        cr_assert_eq(slot_wait(&q, &ws[i].w, granted_to_address), 0);
+    }
+    cr_assert_eq(share[0].waiting, 4u);
+    ws[10].w.share = &share[1];
+    ws[10].w.refused = refused;
+    cr_assert_eq(slot_wait(&q, &ws[10].w, granted_to_address), 0, "room made for the other address");
+    cr_assert_eq(refusals[3], 1, "the hog's newest waiter was put out");
+    cr_assert_eq(refusals[0] + refusals[1] + refusals[2], 0);
+    cr_assert_eq(share[0].waiting, 3u);
+    cr_assert_eq(share[1].waiting, 1u);
+    cr_assert_eq(q.len, 4u);
+    /* the other address again: 2 of its own against the hog's 3 is fair */
+    ws[11].w.share = &share[1];
+    ws[11].w.refused = refused;
+    cr_assert_eq(slot_wait(&q, &ws[11].w, granted_to_address), 0);
+    cr_assert_eq(refusals[2], 1);
+    ws[12].w.share = &share[1];
+    ws[12].w.refused = refused;
+    cr_assert_eq(slot_wait(&q, &ws[12].w, granted_to_address), -1, "2 each: nobody is put out");
+    cr_assert_eq(q.len, 4u);
+}
+
+Test(queue, a_full_queue_of_one_address_refuses_it)
+{
+    slot_queue_init(&q, 1, 2);
+    slot_queue_per_client(&q, 1);
+    memset(share, 0, sizeof share);
+    memset(refusals, 0, sizeof refusals);
+    cr_assert(slot_take(&q));
+    for (int i = 0; i < 3; i++) {
+        ws[i].w.share = &share[0];
+        ws[i].w.refused = refused;
+    }
+    cr_assert_eq(slot_wait(&q, &ws[0].w, granted_to_address), 0);
+    cr_assert_eq(slot_wait(&q, &ws[1].w, granted_to_address), 0);
+    cr_assert_eq(slot_wait(&q, &ws[2].w, granted_to_address), -1, "its own waiters make no room for it");
+    cr_assert_eq(refusals[0] + refusals[1], 0);
 }
