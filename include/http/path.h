@@ -24,8 +24,9 @@
  * one segment, which decodes to "master/", and path.Base drops its slash),
  * so both serve the pool the gate judges; the MCS answers it 200, and a 400
  * would fail a node the MCS serves. After "." or "..", as in "/config/..%2F",
- * the readings differ again: refused. docs/mcs-fidelity.md has the four
- * forms that differ from the MCS, checked against the real one.
+ * the readings differ again: refused. docs/mcs-fidelity.md lists the
+ * refused spellings with the real MCS's answer to each, which the real-MCS
+ * tier checks.
  *
  * Worked examples (raw path -> what the gate judges -> what happens):
  *   /config/worker             /config/worker    gated, pool "worker"
