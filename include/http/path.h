@@ -18,6 +18,16 @@
  * is refused (400) rather than judged under one reading. Without them both
  * readings see the same segments and agree with ours.
  *
+ * One encoded '/' is read as the MCS reads it: the path's last character,
+ * "/config/master%2F", ending a segment other than "." or "..". Both
+ * readings then see the same segments (the newer one sees "master%2F" as
+ * one segment, which decodes to "master/", and path.Base drops its slash),
+ * so both serve the pool the gate judges; the MCS answers it 200, and a 400
+ * would fail a node the MCS serves. After "." or "..", as in "/config/..%2F",
+ * the readings differ again: refused. docs/mcs-fidelity.md lists the
+ * refused spellings with the real MCS's answer to each, which the real-MCS
+ * tier checks.
+ *
  * Worked examples (raw path -> what the gate judges -> what happens):
  *   /config/worker             /config/worker    gated, pool "worker"
  *   /config//worker            /config/worker    gated; the MCS would 301 there
@@ -29,6 +39,8 @@
  *   /CONFIG/worker             /CONFIG/worker    not gated: Go's mux is
  *                                                case-sensitive, the MCS 404s it
  *   /config/worker%2Fx         refused (400): encoded '/'
+ *   /config/worker%2F          /config/worker/   gated, pool "worker": a last '/'
+ *   /config/..%2F              refused (400): an encoded '/' ending ".."
  *   /config/%2e%2e/worker      refused (400): encoded '.'
  *   /config/../../worker       /worker           not gated; the MCS 404s it
  *   /config                    /config           not gated by "/config/"; the mux
@@ -46,7 +58,7 @@ enum {
     HTTP_PATH_OK = 0,
     HTTP_PATH_BAD_ESCAPE = -1,      /* '%' without two hex digits */
     HTTP_PATH_BAD_CHAR = -2,        /* decodes to a control character */
-    HTTP_PATH_AMBIGUOUS = -3,       /* an encoded '/' or '.' */
+    HTTP_PATH_AMBIGUOUS = -3,       /* an encoded '.', or '/' but a last one */
     HTTP_PATH_NO_SPACE = -4,        /* outcap below len + 1 */
 };
 

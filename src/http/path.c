@@ -5,7 +5,19 @@
 #include "internal.h"
 #include "http/path.h"
 
-/* Decodes raw into out, rooting it. Returns the decoded length or an error. */
+/* Does the segment written last, out[.., w), read "." or ".."? */
+static bool dot_segment_ends(const char *out, size_t w)
+{
+    size_t start = w;
+    while (start > 0 && out[start - 1] != '/')
+        start--;
+    size_t n = w - start;
+    return (n == 1 || n == 2) && out[start] == '.' && out[w - 1] == '.';
+}
+
+/* Decodes raw into out, rooting it. Returns the decoded length or an error.
+ * An encoded '/' is taken only as the path's last character, ending a
+ * segment that is not "." or ".." (http_path.h says why). */
 static long path_decode(const char *raw, size_t len, char *out)
 {
     size_t w = 0;
@@ -19,7 +31,7 @@ static long path_decode(const char *raw, size_t len, char *out)
                 return HTTP_PATH_BAD_ESCAPE;
             c = (unsigned char)(http_hex_value((unsigned char)raw[i + 1]) << 4 |
                                 http_hex_value((unsigned char)raw[i + 2]));
-            if (c == '/' || c == '.')
+            if (c == '.' || (c == '/' && !(i + 3 == len && !dot_segment_ends(out, w))))
                 return HTTP_PATH_AMBIGUOUS;
             i += 2;
         }

@@ -8,29 +8,73 @@ fields (all but Date, which is the clock) and the body, byte for byte. With
 answer must carry the spec the MCS chose for that Accept (its
 ignition.version), or be the 400 the MCS gives.
 
-A difference is either none or one of DELIBERATE below (documented in
-docs/mcs-fidelity.md with its reason); anything else fails the run.
+A difference is either none or one that docs/mcs-fidelity.md lists under
+"Deliberate differences", with its reason: this reads that section's two
+tables (read_doc), so the doc and the test cannot drift. A rule of the
+first table is applied only while the doc lists it; each path of the second
+is sent to the MCS and to both gates, and must get exactly the statuses the
+doc gives. Anything else fails the run.
 
     differential.py --direct PORT --gate PORT [--explain PORT] [--cases N]
-                    [--inflight N] [--seed S] [--report FILE]
+                    [--inflight N] [--seed S] [--report FILE] [--doc FILE]
 """
 import argparse
 import asyncio
 import collections
 import json
+import os
 import random
 import sys
 
 IGN = "application/vnd.coreos.ignition+json"
+DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "mcs-fidelity.md")
 
-# Deliberate differences, by the rule that explains them.
-DELIBERATE = {
-    "explain-clean-path": "a rejected request on an unclean path (//, /./, /../) gets the answer of the "
-                          "clean path, which is where the MCS's 301 sends Ignition; docs/mcs-fidelity.md",
-    "token-stripped": "the gate drops the token query parameter (its own credential) before the MCS, so an "
-                      "MCS redirect does not carry it; the gate's answer is the MCS's for the request without "
-                      "it; docs/mcs-fidelity.md",
-}
+# The rules this program checks by code of its own; the doc's path table
+# checks the others.
+CODED_RULES = {"explain-clean-path", "token-stripped"}
+
+
+def read_doc(path):
+    """The deliberate differences of docs/mcs-fidelity.md: {rule: what
+    differs} from its first table, {path: (mcs status, gate status, rule)}
+    from its second. Raises ValueError on a table this cannot read, a path
+    row naming a rule the first table lacks, or a rule nothing checks."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if "\n## Deliberate differences\n" not in text:
+        raise ValueError("%s: no \"## Deliberate differences\" section" % path)
+    section = text.split("\n## Deliberate differences\n", 1)[1].split("\n## ", 1)[0]
+    rules, paths, table = {}, {}, None
+    for line in section.splitlines():
+        if not line.startswith("|"):
+            table = None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if table is None:
+            table = {("rule", "what differs", "why"): "rules",
+                     ("path as sent", "MCS 4.13", "gate", "rule"): "paths"}.get(tuple(cells))
+            if table is None:
+                raise ValueError("%s: a table this does not know: %s" % (path, line))
+            continue
+        if set(line) <= set("|-: "):
+            continue
+        tick = [c.strip("`") for c in cells]
+        if table == "rules":
+            rules[tick[0]] = cells[1]
+        else:
+            if tick[0] in paths:
+                raise ValueError("%s: path %s listed twice" % (path, tick[0]))
+            paths[tick[0]] = (int(tick[1]), int(tick[2]), tick[3])
+    for p, (_, _, rule) in paths.items():
+        if rule not in rules:
+            raise ValueError("%s: path %s names rule %s, which the rules table lacks" % (path, p, rule))
+    used = CODED_RULES | {rule for _, _, rule in paths.values()}
+    for rule in rules:
+        if rule not in used:
+            raise ValueError("%s: rule %s is neither checked by the differential nor used by a path row"
+                             % (path, rule))
+    return rules, paths
+
 
 VERSIONS = ["2.0.0", "2.1.0", "2.2.0", "2.2.0-rc", "2.2.1", "2.3.0", "2.99.99", "3.0.0", "3.0.0-x", "3.0.1",
             "3.1.0", "3.1.0-rc.1", "3.1.1", "3.2.0", "3.2.0+build.5", "3.2.0-rc+b", "3.3.0", "3.3.0-experimental",
@@ -54,7 +98,8 @@ COMMAS = [",", ", ", ", ", " ,\t", ",,", " , "]
 PATHS = ["/config/master", "//config/master", "/config//master", "/config/./master", "/config/../config/master",
          "/%63onfig/master", "/config/%6Daster", "/config/ma%73ter", "/config/master?x=1",
          "/config/master?token=abc", "/config/master?token=abc&x=1", "/config/master/", "/config/master/.",
-         "/config/./master?token=", "/config/x/../master"]
+         "/config/./master?token=", "/config/x/../master", "/config/master%2f", "/config/master%2F",
+         "/config/master/%2f"]
 EXTRA = ["", "", "", "", ";charset=utf-8", ";level=1", ";foo", ";version", ";=", ";q"]
 
 
@@ -89,9 +134,12 @@ def accept_value(rng):
     return "".join((rng.choice(COMMAS) if i else "") + element(rng) for i in range(n))
 
 
-def cases(n, seed):
+def cases(n, seed, doc_paths=()):
     rng = random.Random(seed)
     out = []
+    for p in doc_paths:  # the doc's deliberate differences, with Ignition's Accept and none
+        out.append(([ignition_accept("3.4.0")], p, "GET"))
+        out.append(([], p, "GET"))
     for v in VERSIONS:  # every version alone and in Ignition's form
         out.append((["%s;version=%s" % (IGN, v)], "/config/master", "GET"))
         out.append(([ignition_accept(v)], "/config/master", "GET"))
@@ -189,7 +237,12 @@ def differ(direct, gate):
 
 
 async def run(args):
-    todo = cases(args.cases, args.seed)
+    try:
+        rules, doc_paths = read_doc(args.doc)
+    except (OSError, ValueError) as e:
+        print("differential: %s" % e, file=sys.stderr)
+        return 1
+    todo = cases(args.cases, args.seed, doc_paths)
     sem = asyncio.Semaphore(args.inflight)
     peak = {"now": 0, "max": 0}
     results = []
@@ -216,8 +269,18 @@ async def run(args):
         statuses[direct["status"]] += 1
         if direct["status"] == 200:
             specs[spec_of(direct["body"]) if method == "GET" else "HEAD"] += 1
+        if path in doc_paths:
+            mcs, want, rule = doc_paths[path]
+            got_gate = [gate["status"]] + ([got[2]["status"]] if args.explain else [])
+            if direct["status"] == mcs and all(g == want for g in got_gate):
+                diffs[rule] += 1
+            else:
+                unexplained.append({"case": i, "accept": fields, "path": path, "method": method,
+                                    "doc": "docs/mcs-fidelity.md says MCS %d, gate %d (%s); got MCS %d, gate %s"
+                                    % (mcs, want, rule, direct["status"], got_gate)})
+            continue
         what = differ(direct, gate)
-        if what and without_token(path) != path:
+        if what and "token-stripped" in rules and without_token(path) != path:
             stripped = await fetch(args.direct, request_bytes(fields, without_token(path), method), method)
             if not differ(stripped, gate):
                 diffs["token-stripped"] += 1
@@ -227,7 +290,7 @@ async def run(args):
         if not args.explain:
             continue
         explain = got[2]
-        if direct["status"] == 301 and explain["status"] != 301:
+        if direct["status"] == 301 and explain["status"] != 301 and "explain-clean-path" in rules:
             # Where the redirect sends Ignition: the explain answer must be that one's.
             direct = await fetch(args.direct, request_bytes(fields, location(direct), method), method)
             diffs["explain-clean-path"] += 1
@@ -261,6 +324,7 @@ def main():
     ap.add_argument("--inflight", type=int, default=48)
     ap.add_argument("--seed", type=int, default=19)
     ap.add_argument("--report")
+    ap.add_argument("--doc", default=DOC, help="the page whose deliberate differences are accepted")
     args = ap.parse_args()
     sys.exit(asyncio.run(run(args)))
 

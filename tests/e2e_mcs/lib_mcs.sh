@@ -1,6 +1,7 @@
 # Sourced by the real-MCS tests (tests/e2e_mcs/t_*.sh) after the
-# integration library: the real Machine Config Server (MCS_BIN, built by
-# `make e2e-mcs` from MCO_SRC) in bootstrap mode, serving pool master.
+# integration library: the real Machine Config Server (MCS_BIN: `make
+# e2e-mcs` unpacks the prebuilt 4.13 one, or builds one from MCO_SRC) in
+# bootstrap mode, serving pool master.
 # The MCS binds its ports on every address (":PORT", pkg/server/api.go), so
 # the runner puts each test in a network namespace of its own (unshare -n)
 # whose only interface is loopback: nothing it serves leaves the namespace.

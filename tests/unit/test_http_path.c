@@ -89,6 +89,42 @@ Test(http_path, encoded_separator_or_dot_is_ambiguous)
         cr_expect_eq(norm(bad[i]), HTTP_PATH_AMBIGUOUS, "%s", bad[i]);
 }
 
+/* The one encoded '/' the MCS's two readings agree on (Go's mux before and
+ * after 1.22, http_path.h): the last character, ending a segment other than
+ * "." or "..". The real MCS serves "/config/master%2f" as pool master
+ * (docs/mcs-fidelity.md). */
+Test(http_path, a_last_encoded_separator_reads_as_a_slash)
+{
+    static const struct { const char *raw, *clean, *pool; } ok[] = {
+        {"/config/master%2f", "/config/master/", "master"},
+        {"/config/master%2F", "/config/master/", "master"},
+        {"/config/worker/%2F", "/config/worker/", "worker"},
+        {"/config/../config/master%2f", "/config/master/", "master"},
+        {"/config/./master%2F", "/config/master/", "master"},
+        {"/config/...%2f", "/config/.../", "..."},
+        {"/config/.a%2f", "/config/.a/", ".a"},
+        {"/config/a.%2f", "/config/a./", "a."},
+        {"/config%2F", "/config/", "config"},
+        {"/%2f", "/", ""},
+        {"%2f", "/", ""},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int rc = norm(ok[i].raw);
+        cr_assert_eq(rc, HTTP_PATH_OK, "%s: %s", ok[i].raw, http_path_strerror(rc));
+        cr_expect(outlen == strlen(ok[i].clean) && memcmp(out, ok[i].clean, outlen) == 0,
+                  "%s -> %.*s, want %s", ok[i].raw, (int)outlen, out, ok[i].clean);
+        http_slice_t s = http_path_last_segment(out, outlen);
+        cr_expect(s.len == strlen(ok[i].pool) && memcmp(out + s.off, ok[i].pool, s.len) == 0, "%s", ok[i].raw);
+    }
+    /* Not last, or ending "." or "..": the newer reading would serve a
+     * segment the decoded, cleaned path does not have. */
+    static const char *const bad[] = {"/config/..%2f", "/config/master/..%2F", "/config/.%2f", "/..%2f",
+                                      "/config/master%2f%2f", "/config/master%2f/", "/config/master%2fx",
+                                      "/config/%2F%2F", "/config/master%2f%2e", "/config/master%2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect_lt(norm(bad[i]), 0, "%s", bad[i]);
+}
+
 Test(http_path, output_space)
 {
     const char *raw = "config";
