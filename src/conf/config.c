@@ -377,7 +377,6 @@ static const field_t root_fields[] = {
     {"admission", schema_read_submap, CONFIG_FIELD(admission), &admission_schema},
     {"coalesce", schema_read_submap, CONFIG_FIELD(coalesce), &coalesce_schema},
     {"log", schema_read_submap, CONFIG_FIELD(log), &log_schema},
-    {"admission", schema_read_submap, CONFIG_FIELD(admission), &admission_schema},
 };
 static const schema_t root_schema = SCHEMA(root_fields);
 
