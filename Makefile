@@ -29,7 +29,7 @@ CFLAGS   = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -Iinclude $(shell pkg-config --
 LDLIBS   = $(shell pkg-config --libs $(PKGS)) -lpthread
 TESTLIBS = $(shell pkg-config --libs criterion)
 
-# Folders by layer (doc/internals.md); include/ mirrors src/.
+# Folders by layer (docs/internals.md); include/ mirrors src/.
 SRC      := $(shell find src -name '*.c' | sort)
 LIB_SRC  := $(filter-out src/cli/main.c,$(SRC))
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
