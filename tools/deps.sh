@@ -22,7 +22,7 @@ pkgs+=(valgrind util-linux)
 # kubectl is not installed here: Debian 12 has no package of it that the
 # tests can use (kubernetes-client is 1.20, whose kustomize cannot render
 # components). The tests that need one check for it themselves and are
-# skipped without it (tests/integration/lib.sh: need_kubectl; the README
+# skipped without it (tests/integration/lib.sh: need_kubectl; docs/testing.md
 # names them).
 missing=()
 for p in "${pkgs[@]}"; do

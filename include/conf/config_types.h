@@ -1,8 +1,8 @@
 /* config_types: the configuration's types and limits, and no functions.
  * The loader's parts (schema, grammar, readers) fill these structs; they
- * include this header, not conf/config.h, so that the loader (config.c)
- * may include them without a circle. Everything else includes
- * conf/config.h, which includes this. */
+ * include this header, not conf/config.h, so that the loader (config.c,
+ * tables.c, defaults.c, validate.c) may include them without a circle.
+ * Everything else includes conf/config.h, which includes this. */
 #ifndef SKEWGATE_CONFIG_TYPES_H
 #define SKEWGATE_CONFIG_TYPES_H
 

@@ -3,7 +3,7 @@
  * on TLS: every read, write and handshake of a client, upstream or API
  * server connection goes through here. The other system calls of the data
  * path have their own homes in this layer (os/socket.h: listen, connect;
- * os/pipe.h: splice); doc/internals.md lists who may make which. */
+ * os/pipe.h: splice); docs/internals.md lists who may make which. */
 #ifndef SKEWGATE_SOCKIO_H
 #define SKEWGATE_SOCKIO_H
 

@@ -75,7 +75,7 @@ void gate_log_warning(const char *msg, void *arg);
 int gate_reload_init(gate_t *g, char *err, size_t errlen);
 void gate_reload_free(gate_t *g);
 /* SIGHUP: loads g->cfg->path again and, if it passes `check --files` and
- * changes nothing that needs a restart, serves it (see doc/internals.md,
+ * changes nothing that needs a restart, serves it (see docs/internals.md,
  * "A reload, through the files"); else logs why and changes nothing. */
 void gate_reload(gate_t *g);
 

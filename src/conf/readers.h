@@ -1,5 +1,5 @@
 /* readers: the field readers of values only this configuration has, for
- * the tables in config.c (private to conf). Each is a read_fn (schema.h):
+ * the tables in tables.c (private to conf). Each is a read_fn (schema.h):
  * 0, or -1 with the file:line:column message in ld->err. */
 #ifndef SKEWGATE_CONF_READERS_H
 #define SKEWGATE_CONF_READERS_H

@@ -1,7 +1,7 @@
 /* schema: the engine (schema.h). It knows YAML's types and the shapes of
  * values every configuration has (booleans, counts, durations, sizes,
  * enums, addresses, strings, file paths); what a value means to the gate
- * is in the tables of config.c and the readers of readers.c. */
+ * is in the tables of tables.c and the readers of readers.c. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 typedef struct source_kube {
     source_t base;
     /* Its own copy, strings included: a reload that keeps the source
-     * frees the configuration it was made from (doc/internals.md, "What
+     * frees the configuration it was made from (docs/internals.md, "What
      * outlives a reload"). kube_api_t points into it. */
     config_source_kube_t cfg;
     kube_api_t api;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What outlives a reload holds a reference to the configuration or owns
-# copies of what it reads (doc/internals.md, "What outlives a reload").
+# copies of what it reads (docs/internals.md, "What outlives a reload").
 # Each long-lived consumer is used once before a SIGHUP that leaves it
 # unchanged, the old configuration is let go (the worker's
 # config_generation_freed), and then it is used again; under ASan

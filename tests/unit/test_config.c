@@ -220,6 +220,16 @@ Test(config, unknown_key_without_a_near_match_lists_the_known_keys)
                  "t.yaml:4:3: log.colour: unknown key (known keys here: level, access)");
 }
 
+/* The top level lists each of its keys once (a merge had left "admission"
+ * twice in the table, so the list ended "log, admission"). */
+Test(config, unknown_top_level_key_lists_each_known_key_once)
+{
+    expect_error(MINIMAL "frobnicate: 1\n",
+                 "t.yaml:3:1: frobnicate: unknown key (known keys here: workers, listeners, upstream, gate, "
+                 "reject, enforcement, evidence, limits, admin, redirect, metrics, held, admission, coalesce, "
+                 "log)");
+}
+
 Test(config, bad_duration_points_at_the_value)
 {
     expect_error(MINIMAL "upstream:\n  connect_timeout: 10x\n",
