@@ -13,6 +13,7 @@
 #include "conf/config.h"
 #include "conf/reload.h"
 #include "proxy/metrics.h"
+#include "proxy/pace.h"
 #include "source/controller.h"
 #include "source/machines.h"
 
@@ -34,6 +35,9 @@ void admin_set_reloads(admin_t *a, const config_reloads_t *reloads);
  * (the main thread's slot, which must outlive the listener) is read at
  * each request: the watch running now, NULL when the policy is off. */
 void admin_set_machines(admin_t *a, machines_watch_t *const *machines);
+/* The gate's pacing line and its configuration slot (both must outlive
+ * the listener): /held and /metrics show the line while pace.enabled. */
+void admin_set_pace(admin_t *a, pace_room_t *pace, config_t *const *cfg);
 /* A reload changed limits.header_timeout: requests from now on, on the
  * TCP listener and the socket. */
 void admin_set_request_timeout(admin_t *a, uint64_t request_timeout_ms);

@@ -11,6 +11,7 @@
 #include "conf/config.h"
 #include "conf/reload.h"
 #include "proxy/metrics.h"
+#include "proxy/pace.h"
 #include "source/controller.h"
 #include "source/machines.h"
 
@@ -28,6 +29,8 @@ metrics_listener_t *metrics_listener_start(struct event_base *base, const config
 void metrics_listener_set_reloads(metrics_listener_t *m, const config_reloads_t *reloads);
 /* skewgate_machines_watch_* read **machines (as admin_set_machines). */
 void metrics_listener_set_machines(metrics_listener_t *m, machines_watch_t *const *machines);
+/* As admin_set_pace, for /metrics. */
+void metrics_listener_set_pace(metrics_listener_t *m, pace_room_t *pace, config_t *const *cfg);
 /* A reload changed limits.header_timeout: requests from now on. */
 void metrics_listener_set_request_timeout(metrics_listener_t *m, uint64_t request_timeout_ms);
 void metrics_listener_free(metrics_listener_t *m);

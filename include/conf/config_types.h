@@ -205,6 +205,17 @@ typedef struct config_coalesce {
     uint32_t min_read_rate;     /* default 32 KiB/s: a reader has send_timeout + body / this to read it all */
 } config_coalesce_t;
 
+/* Pacing a scale-up (DESIGN 1.9, proxy/pace.h): at most max_joining nodes
+ * admitted and not yet joined, first come, first served. */
+typedef struct config_pace {
+    bool enabled;               /* default false */
+    uint32_t max_joining;       /* default 50 nodes admitted and not yet joined */
+    uint64_t join_timeout_ms;   /* default 30m: a node admitted this long ago has joined, or never will */
+    uint64_t head_hold_ms;      /* default 15s: a node of the line not seen for this long keeps
+                                   no free slot from those behind it */
+    uint32_t per_minute;        /* default 0 (off): at most this many admitted in any minute */
+} config_pace_t;
+
 typedef struct config_log {
     log_level_t level;          /* default info */
     bool access;                /* default true */
@@ -254,6 +265,7 @@ typedef struct config {
     config_held_t held;
     config_admission_t admission;
     config_coalesce_t coalesce;
+    config_pace_t pace;
     config_log_t log;
     /* A loaded configuration is immutable and shared by the threads that
      * serve it (a SIGHUP loads a new one beside it): each holder keeps a

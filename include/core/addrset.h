@@ -27,6 +27,9 @@ typedef struct addrset_key {
 
 /* "10.0.0.5", "fd00::5": 0 with *key, -1 when text is not an IP literal. */
 int addrset_key_parse(const char *text, addrset_key_t *key);
+/* The key as text into buf[cap] (INET6_ADDRSTRLEN): an IPv4-mapped one
+ * as IPv4 ("10.0.0.5"). */
+void addrset_key_text(const addrset_key_t *key, char *buf, size_t cap);
 /* An AF_INET or AF_INET6 socket address: 0, or -1 for another family. */
 int addrset_key_from_sockaddr(const struct sockaddr_storage *ss, addrset_key_t *key);
 

@@ -15,6 +15,8 @@ typedef enum {
     ADMISSION_UNTRUSTED_PROXY,      /* 400: a PROXY listener's peer outside trusted_proxies */
     ADMISSION_UNKNOWN_MACHINE,      /* held, 503: no Machine or Node has the client's address (yet) */
     ADMISSION_ACTIVE_NODE,          /* 403: the address of a Node, or of a Machine with a nodeRef */
+    ADMISSION_PACED,                /* held, 503: pace.max_joining nodes are joining, or others
+                                       asked first (pace, DESIGN 1.9) */
     ADMISSION__RESULTS
 } admission_result_t;
 

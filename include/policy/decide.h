@@ -13,7 +13,9 @@
  *   4. the verdict: reject rejects, with the verdict's reason;
  *   5. evidence (evidence.enabled): a request the verdict admits for a
  *      reason evidence applies to, asking for too old a spec, is held;
- *   6. otherwise the request is admitted.
+ *   6. pacing (pace.enabled): a client that is not joining and whose
+ *      turn has not come is held (503 Paced);
+ *   7. otherwise the request is admitted.
  *
  * The policies come before the verdict: a node without the token is
  * refused whatever the verdict, and learns nothing of it. */
@@ -39,12 +41,19 @@ typedef struct policy_request {
     const struct sockaddr_storage *peer;    /* the client (the PROXY header's source, if any) */
 } policy_request_t;
 
+/* The client as the pace room (proxy/pace.h) saw it for this request. */
+typedef struct policy_pace {
+    bool joining;                       /* admitted within its slot: its retries are admitted again */
+    bool turn;                          /* a free slot is its, by its place in line */
+} policy_pace_t;
+
 /* What the worker has published, read as one view for the request. */
 typedef struct policy_view {
     const config_t *cfg;                /* gate.prefixes, admission.machines.enabled, evidence */
     const token_set_t *tokens;          /* NULL: admission.token is off */
     const addrset_t *addresses;         /* NULL: no full list of Machines and Nodes yet */
     const gate_snapshot_t *snapshot;    /* the verdict */
+    const policy_pace_t *pace;          /* NULL: pace is off */
 } policy_view_t;
 
 typedef enum {

@@ -21,6 +21,7 @@
 #include "policy/token_set.h"
 #include "proxy/accesslog.h"
 #include "proxy/exchange.h"
+#include "proxy/pace.h"
 #include "proxy/held.h"
 #include "proxy/metrics.h"
 #include "verdict/snapshot.h"
@@ -95,6 +96,7 @@ typedef struct conn_env {
      * node admitted that another worker held; set once before start. */
     const held_table_t *const *held_peers;
     size_t n_held_peers;
+    pace_room_t *pace;              /* the gate's line (pace.h), shared; set once before start */
 } conn_env_t;
 
 /* Shared between workers: the open connections of the gate, against its

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "proxy/held.h"
+#include "proxy/pace.h"
 #include "proxy/reason.h"
 #include "verdict/verdict.h"
 
@@ -108,6 +109,7 @@ typedef struct metrics_gate {
     bool machines_on;
     bool machines_synced;
     double machines_last_list;      /* Unix seconds, 0 = not every collection listed since it started */
+    const pace_stats_t *pace;       /* the line's counts; NULL: pacing is off, not rendered */
 } metrics_gate_t;
 
 /* The Prometheus text exposition (format 0.0.4) of the sum over workers[]

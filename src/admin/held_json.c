@@ -1,4 +1,7 @@
+#include <string.h>
+
 #include "core/addr.h"
+#include "core/addrset.h"
 #include "core/text.h"
 #include "core/time.h"
 #include "held_json.h"
@@ -48,4 +51,29 @@ json_t *held_json(const held_view_t *v, uint64_t now_ms)
                      "admittedAfterHold", (json_int_t)v->admitted_after_hold, "overflow",
                      (json_int_t)v->overflow, "maxClients", (json_int_t)v->max_clients, "forgetAfterSeconds",
                      (json_int_t)(v->forget_after_ms / 1000));
+}
+
+json_t *pace_json(const pace_stats_t *st, const pace_waiter_t *w, size_t n, uint64_t now_ms)
+{
+    json_t *line = json_array();
+    for (size_t i = 0; line && i < n; i++) {
+        char addr[ADDR_IP_TEXT_LEN];
+        addrset_key_text(&w[i].key, addr, sizeof addr);
+        char pool[PACE_POOL_LEN];
+        memcpy(pool, w[i].pool, sizeof pool);
+        text_sanitize(pool);
+        json_t *e = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b}", "address", addr, "pool", pool, "place",
+                              (json_int_t)(i + 1), "waitedSeconds", (json_int_t)((now_ms - w[i].first_ms) / 1000),
+                              "quietSeconds", (json_int_t)((now_ms - w[i].seen_ms) / 1000), "present",
+                              w[i].present);
+        if (!e || json_array_append_new(line, e) < 0) {
+            json_decref(line);
+            return NULL;
+        }
+    }
+    if (!line)
+        return NULL;
+    return json_pack("{s:I, s:I, s:I, s:I, s:o}", "joining", (json_int_t)st->joining, "waiting",
+                     (json_int_t)st->waiting, "admittedTotal", (json_int_t)st->admitted_total, "joinTimeouts",
+                     (json_int_t)st->timed_out_total, "line", line);
 }

@@ -9,11 +9,17 @@
 #include <jansson.h>
 
 #include "proxy/held.h"
+#include "proxy/pace.h"
 
 /* {clients:[{address, pool, userAgent, spec, reason, attempts, firstSeen,
  * lastSeen, admittedAt, admitted, heldSeconds, quietSeconds}], held,
  * admittedAfterHold, overflow, maxClients, forgetAfterSeconds}; times RFC
  * 3339 UTC, ages in whole seconds as of now_ms. NULL when out of memory. */
 json_t *held_json(const held_view_t *v, uint64_t now_ms);
+/* The pacing line (pace.enabled): {joining, waiting, admittedTotal,
+ * joinTimeouts, line: [{address, pool, place, waitedSeconds, quietSeconds,
+ * present}]}, place from 1 in line order; now_ms on the room's clock
+ * (monotonic). NULL when out of memory. */
+json_t *pace_json(const pace_stats_t *st, const pace_waiter_t *w, size_t n, uint64_t now_ms);
 
 #endif

@@ -122,6 +122,25 @@ static void admin_verdict(void *arg, struct evhttp_request *req)
     admin_json(req, admin_verdict_json(arg));
 }
 
+/* The line shown with the held nodes: the paced ones in line order, with
+ * their place and wait (at most PACE_SHOWN of them). */
+#define PACE_SHOWN 1000
+static int admin_held_pace(const admin_t *a, json_t *held)
+{
+    pace_stats_t st;
+    size_t n;
+    pace_waiter_t *w = malloc(PACE_SHOWN * sizeof *w);
+    if (!w)
+        return -1;
+    int rc = 0;
+    if (scrape_pace(&a->scrape, &st, w, PACE_SHOWN, &n)) {
+        json_t *p = pace_json(&st, w, n, clock_coarse_ms());
+        rc = p && json_object_set_new(held, "pace", p) == 0 ? 0 : -1;
+    }
+    free(w);
+    return rc;
+}
+
 static void admin_held(void *arg, struct evhttp_request *req)
 {
     admin_t *a = arg;
@@ -132,6 +151,10 @@ static void admin_held(void *arg, struct evhttp_request *req)
     }
     json_t *j = held_json(&view, clock_wall_coarse_ms());
     held_view_release(&view);
+    if (j && admin_held_pace(a, j) < 0) {
+        json_decref(j);
+        j = NULL;
+    }
     admin_json(req, j);
 }
 
@@ -290,6 +313,12 @@ void admin_set_reloads(admin_t *a, const config_reloads_t *reloads)
 void admin_set_machines(admin_t *a, machines_watch_t *const *machines)
 {
     a->scrape.machines = machines;
+}
+
+void admin_set_pace(admin_t *a, pace_room_t *pace, config_t *const *cfg)
+{
+    a->scrape.pace = pace;
+    a->scrape.cfg = cfg;
 }
 
 void admin_set_request_timeout(admin_t *a, uint64_t request_timeout_ms)

@@ -49,6 +49,12 @@ void metrics_listener_set_machines(metrics_listener_t *m, machines_watch_t *cons
     m->scrape.machines = machines;
 }
 
+void metrics_listener_set_pace(metrics_listener_t *m, pace_room_t *pace, config_t *const *cfg)
+{
+    m->scrape.pace = pace;
+    m->scrape.cfg = cfg;
+}
+
 void metrics_listener_set_request_timeout(metrics_listener_t *m, uint64_t request_timeout_ms)
 {
     serve_set_request_timeout(m->serve, request_timeout_ms);

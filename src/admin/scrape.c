@@ -32,6 +32,14 @@ int scrape_held(const scrape_t *s, held_view_t *out)
     return held_collect(tables, n, clock_wall_coarse_ms(), out);
 }
 
+bool scrape_pace(const scrape_t *s, pace_stats_t *stats, pace_waiter_t *out, size_t max, size_t *n)
+{
+    if (!s->pace || !s->cfg || !(*s->cfg)->pace.enabled)
+        return false;
+    *n = pace_report(s->pace, &(*s->cfg)->pace, clock_coarse_ms(), stats, out, max);
+    return true;
+}
+
 void scrape_metrics(void *arg, struct evhttp_request *req)
 {
     const scrape_t *s = arg;
@@ -44,6 +52,9 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
     machines_health_t machines = {0};
     if (watch)
         machines_watch_health(watch, &machines);
+    pace_stats_t pace;
+    size_t none;
+    bool pace_on = scrape_pace(s, &pace, NULL, 0, &none);
     metrics_gate_t g = {
         .verdict = verdict_ctl_current(s->ctl),
         .source_last_sync = verdict_ctl_last_sync(s->ctl),
@@ -54,6 +65,7 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
         .machines_on = watch != NULL,
         .machines_synced = machines.state == MACHINES_SYNCED,
         .machines_last_list = machines.last_list,
+        .pace = pace_on ? &pace : NULL,
     };
     size_t len;
     char *text = metrics_render(s->workers, s->n_workers, &g, &len);

@@ -6,10 +6,12 @@
 #ifndef SKEWGATE_ADMIN_SCRAPE_H
 #define SKEWGATE_ADMIN_SCRAPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "conf/reload.h"
 #include "proxy/metrics.h"
+#include "proxy/pace.h"
 #include "source/controller.h"
 #include "source/machines.h"
 
@@ -24,6 +26,10 @@ typedef struct scrape {
      * request (a reload may put another watch there); NULL, or a NULL
      * in it: the policy is off. */
     machines_watch_t *const *machines;
+    /* The gate's line and its configuration slot (pace.* is read at each
+     * request: a reload turns pacing on or off); NULL: not shown. */
+    pace_room_t *pace;
+    config_t *const *cfg;
 } scrape_t;
 
 /* Copies workers[] (n_workers pointers; the counters must outlive s).
@@ -33,6 +39,9 @@ void scrape_release(scrape_t *s);
 /* The workers' held tables merged (held_collect) as of now; 0 or -1
  * when out of memory. The caller releases *out. */
 int scrape_held(const scrape_t *s, held_view_t *out);
+/* The line as of now into *stats and out[max] (pace_report); false when
+ * pacing is off (nothing written). */
+bool scrape_pace(const scrape_t *s, pace_stats_t *stats, pace_waiter_t *out, size_t max, size_t *n);
 /* GET /metrics: Prometheus text format 0.0.4 (arg: a scrape_t). */
 void scrape_metrics(void *arg, struct evhttp_request *req);
 

@@ -181,10 +181,12 @@ static int gate_http(gate_t *g, char *err, size_t errlen)
     if (g->admin) {
         admin_set_reloads(g->admin, &g->reloads);
         admin_set_machines(g->admin, &g->machines);
+        admin_set_pace(g->admin, &g->pace, &g->cfg);
     }
     if (g->metrics) {
         metrics_listener_set_reloads(g->metrics, &g->reloads);
         metrics_listener_set_machines(g->metrics, &g->machines);
+        metrics_listener_set_pace(g->metrics, &g->pace, &g->cfg);
     }
     return rc;
 }
@@ -200,6 +202,7 @@ static void gate_free(gate_t *g)
         free(g->workers);
     }
     free(g->held_tables);
+    pace_room_destroy(&g->pace);
     machines_watch_free(g->machines);
     if (g->ctl)
         verdict_ctl_free(g->ctl);
@@ -260,9 +263,16 @@ static int gate_run(gate_t *g)
     }
     for (unsigned i = 0; i < g->n_workers; i++)
         g->held_tables[i] = &g->workers[i].env.held;
+    /* The line outlives reloads; it knows as many nodes as the held table
+     * at start (held.max_clients), past which a node is paced unrecorded. */
+    if (pace_room_init(&g->pace, g->cfg->held.max_clients) < 0) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail;
+    }
     for (unsigned i = 0; i < g->n_workers; i++) {
         g->workers[i].env.held_peers = g->held_tables;
         g->workers[i].env.n_held_peers = g->n_workers;
+        g->workers[i].env.pace = &g->pace;
     }
     if (gate_admission(g, err, sizeof err) < 0)
         goto fail;

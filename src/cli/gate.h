@@ -13,6 +13,7 @@
 #include "conf/config.h"
 #include "conf/reload.h"
 #include "proxy/token_watch.h"
+#include "proxy/pace.h"
 #include "proxy/worker.h"
 #include "source/controller.h"
 #include "source/machines.h"
@@ -36,6 +37,7 @@ typedef struct gate {
     uint32_t upstream_epoch;
     int *listen_fds;            /* n_workers x n_listeners, until the workers take them */
     const held_table_t **held_tables;   /* every worker's, for each worker to read */
+    pace_room_t pace;                   /* the scale-up's line, shared by the workers */
     source_t *source;           /* until verdict_ctl_start takes it */
     verdict_ctl_t *ctl;
     admin_t *admin;

@@ -48,6 +48,11 @@ static const range_t followers_count = {1, 1000000};
 static const range_t coalesce_ttl = {0, 60000};
 /* Bytes a second; 1 KiB/s lets a 4.5 MiB config take 77 minutes. */
 static const range_t coalesce_read_rate = {1024, 1ull << 30};
+static const range_t joining_count = {1, 100000};
+/* Durations of a scale-up: up to a day. */
+static const range_t join_duration = {1000, 24ull * 3600 * 1000};
+static const range_t head_hold_duration = {1000, 3600 * 1000};
+static const range_t per_minute_count = {0, 100000};
 
 static const addr_rules_t listen_rules = {.port_zero = true, .wildcard = true};
 static const addr_rules_t upstream_rules = {0};
@@ -312,6 +317,16 @@ static const field_t coalesce_fields[] = {
 };
 static const schema_t coalesce_schema = SCHEMA(coalesce_fields);
 
+#define PACE_FIELD(name) offsetof(config_pace_t, name)
+static const field_t pace_fields[] = {
+    {"enabled", schema_read_bool, PACE_FIELD(enabled), NULL},
+    {"max_joining", schema_read_count, PACE_FIELD(max_joining), &joining_count},
+    {"join_timeout", schema_read_duration, PACE_FIELD(join_timeout_ms), &join_duration},
+    {"head_hold", schema_read_duration, PACE_FIELD(head_hold_ms), &head_hold_duration},
+    {"per_minute", schema_read_count, PACE_FIELD(per_minute), &per_minute_count},
+};
+static const schema_t pace_schema = SCHEMA(pace_fields);
+
 static const field_t log_fields[] = {
     {"level", schema_read_enum, offsetof(config_log_t, level), log_levels},
     {"access", schema_read_bool, offsetof(config_log_t, access), NULL},
@@ -362,6 +377,7 @@ static const field_t root_fields[] = {
     {"held", schema_read_submap, CONFIG_FIELD(held), &held_schema},
     {"admission", schema_read_submap, CONFIG_FIELD(admission), &admission_schema},
     {"coalesce", schema_read_submap, CONFIG_FIELD(coalesce), &coalesce_schema},
+    {"pace", schema_read_submap, CONFIG_FIELD(pace), &pace_schema},
     {"log", schema_read_submap, CONFIG_FIELD(log), &log_schema},
 };
 const schema_t config_root_schema = SCHEMA(root_fields);

@@ -41,6 +41,13 @@ int addrset_key_parse(const char *text, addrset_key_t *key)
     return inet_pton(AF_INET6, text, key->b) == 1 ? 0 : -1;
 }
 
+void addrset_key_text(const addrset_key_t *key, char *buf, size_t cap)
+{
+    bool v4 = !memcmp(key->b, v4_mapped_prefix, sizeof v4_mapped_prefix);
+    if (!inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? key->b + 12 : key->b, buf, (socklen_t)cap) && cap)
+        buf[0] = '\0';
+}
+
 int addrset_key_from_sockaddr(const struct sockaddr_storage *ss, addrset_key_t *key)
 {
     if (ss->ss_family == AF_INET) {

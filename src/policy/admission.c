@@ -19,6 +19,9 @@ static const struct {
      * Machine shows its address. */
     [ADMISSION_UNKNOWN_MACHINE] = {"UnknownMachine", 503},
     [ADMISSION_ACTIVE_NODE] = {"ActiveNode", 403},
+    /* Held as the verdict holds: Ignition retries, and the node boots
+     * once a slot is its. */
+    [ADMISSION_PACED] = {"Paced", 503},
 };
 
 const char *admission_reason_name(admission_result_t r)

@@ -550,8 +550,24 @@ static void conn_dispatch(conn_t *c)
     policy_request_t rq = {.head = c->ibuf, .req = req, .clean = clean, .clean_len = clean_len, .peer = &c->peer};
     policy_view_t view = {.cfg = env->cfg, .tokens = env->tokens, .addresses = env->addrset, .snapshot = env->snapshot};
     policy_decision_t d = policy_decide(&rq, &view);
+    /* Pacing reads the gate's line, whose lock only a request that would
+     * be admitted takes: the rules are asked again with what it saw. */
+    const config_pace_t *pace = &env->cfg->pace;
+    policy_pace_t paced;
+    uint64_t now_ms = 0;
+    if (d.action == POLICY_ADMIT && pace->enabled) {
+        now_ms = clock_coarse_ms();
+        paced = pace_look(env->pace, pace, &c->peer, now_ms);
+        view.pace = &paced;
+        d = policy_decide(&rq, &view);
+    }
     if (d.action != POLICY_PASS)
         conn_copy_pool(c, clean, clean_len);
+    /* Another worker took the slot since the look: paced after all. */
+    if (d.action == POLICY_ADMIT && view.pace && !pace_join(env->pace, pace, &c->peer, c->log.pool, now_ms))
+        d = (policy_decision_t){.action = POLICY_REFUSE, .refusal = ADMISSION_PACED};
+    if (d.action == POLICY_REFUSE && d.refusal == ADMISSION_PACED)
+        pace_wait(env->pace, pace, &c->peer, c->log.pool, now_ms);
     switch (d.action) {
     case POLICY_PASS:
         c->log.decision = REQUEST_PASS;

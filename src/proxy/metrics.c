@@ -376,6 +376,19 @@ static int metrics_render_held(FILE *f, const held_view_t *h)
     return 0;
 }
 
+static void metrics_render_pace(FILE *f, const pace_stats_t *p)
+{
+    metrics_render_value(f, "skewgate_pace_joining", "gauge",
+                         "Nodes admitted and not yet joined (pace.max_joining at most).", p->joining);
+    metrics_render_value(f, "skewgate_pace_waiting", "gauge",
+                         "Nodes in the pacing line: paced (503 Paced), waiting for a slot.", p->waiting);
+    metrics_render_value(f, "skewgate_pace_admitted_total", "counter",
+                         "Nodes admitted by pacing (each once: its retries within its slot are not counted).",
+                         p->admitted_total);
+    metrics_render_value(f, "skewgate_pace_join_timeouts_total", "counter",
+                         "Joining nodes whose slot freed at pace.join_timeout.", p->timed_out_total);
+}
+
 char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, const metrics_gate_t *g,
                      size_t *len)
 {
@@ -393,6 +406,8 @@ char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, c
     metrics_render_gate(f, g);
     if (g->machines_on)
         metrics_render_machines(f, g);
+    if (g->pace)
+        metrics_render_pace(f, g->pace);
     if (g->held && metrics_render_held(f, g->held) < 0)
         rc = -1;
     if (ferror(f))

@@ -226,7 +226,7 @@ Test(config, unknown_top_level_key_lists_each_known_key_once)
 {
     expect_error(MINIMAL "frobnicate: 1\n",
                  "t.yaml:3:1: frobnicate: unknown key (known keys here: workers, listeners, upstream, gate, "
-                 "reject, enforcement, evidence, limits, admin, redirect, metrics, held, admission, coalesce, "
+                 "reject, enforcement, evidence, limits, admin, redirect, metrics, held, admission, coalesce, pace, "
                  "log)");
 }
 

@@ -16,6 +16,9 @@
 
 typedef enum { TOKEN_OFF, TOKEN_ON } token_policy_t;
 typedef enum { MACHINES_OFF, MACHINES_NO_LIST, MACHINES_PENDING, MACHINES_ACTIVE, MACHINES_UNKNOWN } machines_t;
+/* What the pace room saw (conn asks it only for a request the rules
+ * would admit, then asks the rules again; any view is judged the same). */
+typedef enum { PACE_OFF, PACE_JOINING, PACE_TURN, PACE_WAIT } pace_t;
 
 typedef struct row {
     const char *path;               /* the request target */
@@ -28,39 +31,48 @@ typedef struct row {
     const char *accept;             /* NULL: none sent */
     policy_action_t want;
     admission_result_t want_refusal;
+    pace_t pace;                    /* PACE_OFF: pace.enabled false */
 } row_t;
 
 static const row_t rows[] = {
     /* 1. ungated paths pass, whatever else */
-    {"/healthz", TOKEN_ON, NULL, MACHINES_UNKNOWN, false, REASON_OUT_OF_SKEW, true, ACCEPT_32, POLICY_PASS, ADMISSION_PASS},
-    {"/configs/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_PASS, ADMISSION_PASS},
+    {"/healthz", TOKEN_ON, NULL, MACHINES_UNKNOWN, false, REASON_OUT_OF_SKEW, true, ACCEPT_32, POLICY_PASS, ADMISSION_PASS, PACE_OFF},
+    {"/configs/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_PASS, ADMISSION_PASS, PACE_OFF},
     /* a spelling that cleans into the prefix is gated (the clean path is judged) */
-    {"/config/../config/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_REJECT, ADMISSION_PASS},
+    {"/config/../config/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_REJECT, ADMISSION_PASS, PACE_OFF},
     /* 2. the token, before everything else that is gated */
-    {"/config/worker", TOKEN_ON, NULL, MACHINES_PENDING, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_TOKEN_MISSING},
-    {"/config/worker", TOKEN_ON, "Bearer wrong", MACHINES_PENDING, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_TOKEN_INVALID},
-    {"/config/worker", TOKEN_ON, NULL, MACHINES_UNKNOWN, false, REASON_OUT_OF_SKEW, true, ACCEPT_32, POLICY_REFUSE, ADMISSION_TOKEN_MISSING},
-    {"/config/worker?token=" GOOD, TOKEN_ON, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS},
-    {"/config/worker", TOKEN_ON, "Bearer " GOOD, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS},
+    {"/config/worker", TOKEN_ON, NULL, MACHINES_PENDING, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_TOKEN_MISSING, PACE_OFF},
+    {"/config/worker", TOKEN_ON, "Bearer wrong", MACHINES_PENDING, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_TOKEN_INVALID, PACE_OFF},
+    {"/config/worker", TOKEN_ON, NULL, MACHINES_UNKNOWN, false, REASON_OUT_OF_SKEW, true, ACCEPT_32, POLICY_REFUSE, ADMISSION_TOKEN_MISSING, PACE_OFF},
+    {"/config/worker?token=" GOOD, TOKEN_ON, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
+    {"/config/worker", TOKEN_ON, "Bearer " GOOD, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
     /* 3. pending machines, after the token and before the verdict */
-    {"/config/worker", TOKEN_ON, "Bearer " GOOD, MACHINES_UNKNOWN, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_REFUSE, ADMISSION_UNKNOWN_MACHINE},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_NO_LIST, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_UNKNOWN_MACHINE},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_ACTIVE, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_ACTIVE_NODE},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_PENDING, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_PENDING, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_REJECT, ADMISSION_PASS},
+    {"/config/worker", TOKEN_ON, "Bearer " GOOD, MACHINES_UNKNOWN, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_REFUSE, ADMISSION_UNKNOWN_MACHINE, PACE_OFF},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_NO_LIST, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_UNKNOWN_MACHINE, PACE_OFF},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_ACTIVE, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_ACTIVE_NODE, PACE_OFF},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_PENDING, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_PENDING, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_REJECT, ADMISSION_PASS, PACE_OFF},
     /* 4. the verdict, before evidence: the broader reason answers */
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_OUT_OF_SKEW, true, ACCEPT_32, POLICY_REJECT, ADMISSION_PASS},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_CONTROLLER_DEGRADED, false, NULL, POLICY_REJECT, ADMISSION_PASS},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_OUT_OF_SKEW, true, ACCEPT_32, POLICY_REJECT, ADMISSION_PASS, PACE_OFF},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_CONTROLLER_DEGRADED, false, NULL, POLICY_REJECT, ADMISSION_PASS, PACE_OFF},
     /* 5. evidence: only what the verdict admits, only for reasons it applies to */
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, ACCEPT_32, POLICY_EVIDENCE, ADMISSION_PASS},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_SOURCE_UNAVAILABLE, true, ACCEPT_32, POLICY_EVIDENCE, ADMISSION_PASS},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_OVERRIDE, true, ACCEPT_32, POLICY_ADMIT, ADMISSION_PASS},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_ENFORCEMENT_DISABLED, true, ACCEPT_32, POLICY_ADMIT, ADMISSION_PASS},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, ACCEPT_34, POLICY_ADMIT, ADMISSION_PASS},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, NULL, POLICY_ADMIT, ADMISSION_PASS},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, ACCEPT_32, POLICY_ADMIT, ADMISSION_PASS},
-    /* 6. admitted */
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, ACCEPT_32, POLICY_EVIDENCE, ADMISSION_PASS, PACE_OFF},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_SOURCE_UNAVAILABLE, true, ACCEPT_32, POLICY_EVIDENCE, ADMISSION_PASS, PACE_OFF},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_OVERRIDE, true, ACCEPT_32, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_ENFORCEMENT_DISABLED, true, ACCEPT_32, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, ACCEPT_34, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, ACCEPT_32, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
+    /* 6. pacing: after everything else, a node whose turn has not come is held */
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_PACED, PACE_WAIT},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_TURN},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_JOINING},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_REJECT, ADMISSION_PASS, PACE_WAIT},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, ACCEPT_32, POLICY_EVIDENCE, ADMISSION_PASS, PACE_WAIT},
+    {"/config/worker", TOKEN_ON, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_TOKEN_MISSING, PACE_WAIT},
+    {"/healthz", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_PASS, ADMISSION_PASS, PACE_WAIT},
+    /* 7. admitted */
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
 };
 
 static const char *action_name(policy_action_t a)
@@ -130,8 +142,9 @@ Test(policy_decide, every_row)
         cr_assert_not_null(snap);
         addrset_t *set = addresses(r->machines, &peer);
         policy_request_t rq = {.head = head, .req = &req, .clean = clean, .clean_len = clean_len, .peer = &peer};
+        policy_pace_t pace = {.joining = r->pace == PACE_JOINING, .turn = r->pace == PACE_TURN};
         policy_view_t view = {.cfg = cfg, .tokens = r->token == TOKEN_ON ? tokens : NULL, .addresses = set,
-                              .snapshot = snap};
+                              .snapshot = snap, .pace = r->pace == PACE_OFF ? NULL : &pace};
         policy_decision_t d = policy_decide(&rq, &view);
         cr_expect_eq(d.action, r->want, "row %zu (%s): %s, want %s", i, r->path, action_name(d.action),
                      action_name(r->want));
