@@ -212,9 +212,34 @@ static void status_print_held(FILE *out, const json_t *held)
     }
 }
 
+/* The pacing line (/held's pace, present while pace.enabled): the counts,
+ * then the waiting nodes in line order, each with its place and wait. */
+static void status_print_pace(FILE *out, const json_t *pace)
+{
+    const json_t *line = json_object_get(pace, "line");
+    fprintf(out, "\nPacing:      %lld joining, %lld waiting, %lld admitted, %lld slots freed at join_timeout\n",
+            (long long)json_integer_value(json_object_get(pace, "joining")),
+            (long long)json_integer_value(json_object_get(pace, "waiting")),
+            (long long)json_integer_value(json_object_get(pace, "admittedTotal")),
+            (long long)json_integer_value(json_object_get(pace, "joinTimeouts")));
+    for (size_t i = 0; i < json_array_size(line); i++) {
+        const json_t *w = json_array_get(line, i);
+        char waited[32], quiet[32];
+        status_age(json_integer_value(json_object_get(w, "waitedSeconds")), waited, sizeof waited);
+        status_age(json_integer_value(json_object_get(w, "quietSeconds")), quiet, sizeof quiet);
+        fprintf(out, "  %3lld. %-39s %-16s waited %s%s%s\n", (long long)json_integer_value(json_object_get(w, "place")),
+                status_str(w, "address"), status_str(w, "pool"), waited,
+                json_is_true(json_object_get(w, "present")) ? "" : ", absent for ",
+                json_is_true(json_object_get(w, "present")) ? "" : quiet);
+    }
+}
+
 void status_print_text(FILE *out, const json_t *verdict, const char *not_ready, const json_t *held, time_t now)
 {
     status_print_verdict(out, verdict, not_ready, now);
     if (held)
         status_print_held(out, held);
+    const json_t *pace = held ? json_object_get(held, "pace") : NULL;
+    if (pace)
+        status_print_pace(out, pace);
 }

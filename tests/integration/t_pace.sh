@@ -39,6 +39,9 @@ assert [e["address"] for e in line] == ["127.1.0.%d" % i for i in range(11, 51)]
 assert [e["place"] for e in line] == list(range(1, 41))
 assert all(e["pool"] == "worker" and e["present"] for e in line)
 PY
+"$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" >"$TMP/status.txt" || true
+grep -q '^Pacing: *10 joining, 40 waiting' "$TMP/status.txt" || fail "status: $(cat "$TMP/status.txt")"
+grep -qE '^ +1\. 127\.1\.0\.11 +worker +waited' "$TMP/status.txt" || fail "status's line: $(grep -A3 Pacing "$TMP/status.txt")"
 metrics=$(curl -sf "http://$ADMIN_ADDR/metrics")
 grep -qx 'skewgate_pace_joining 10' <<<"$metrics" || fail "skewgate_pace_joining: $(grep pace_ <<<"$metrics")"
 grep -qx 'skewgate_pace_waiting 40' <<<"$metrics" || fail "skewgate_pace_waiting"
