@@ -68,18 +68,8 @@ static slot_waiter_t *slot_crowding(const slot_queue_t *q, const slot_share_t *n
     return most && most->share->waiting > newcomer->waiting + 1 ? most : NULL;
 }
 
-int slot_wait(slot_queue_t *q, slot_waiter_t *w, void (*granted)(slot_waiter_t *w))
+static void slot_enqueue(slot_queue_t *q, slot_waiter_t *w)
 {
-    if (q->len >= q->max_len) {
-        slot_waiter_t *out = slot_crowding(q, w->share);
-        if (!out)
-            return -1;
-        slot_cancel(q, out);
-        out->refused(out);
-        if (q->len >= q->max_len)
-            return -1;  /* a lower max_len since a reload: the queue stays over it */
-    }
-    w->granted = granted;
     w->next = NULL;
     w->prev = q->tail;
     if (q->tail)
@@ -91,6 +81,24 @@ int slot_wait(slot_queue_t *q, slot_waiter_t *w, void (*granted)(slot_waiter_t *
     w->queued = true;
     if (w->share)
         w->share->waiting++;
+}
+
+int slot_wait(slot_queue_t *q, slot_waiter_t *w, void (*granted)(slot_waiter_t *w))
+{
+    w->granted = granted;
+    if (q->len < q->max_len) {
+        slot_enqueue(q, w);
+        return 0;
+    }
+    slot_waiter_t *out = slot_crowding(q, w->share);
+    if (!out)
+        return -1;
+    /* The newcomer takes the place before the one put out is told: its
+     * answer may start its connection's next pipelined request at once,
+     * which would otherwise take the place back (found in review). */
+    slot_cancel(q, out);
+    slot_enqueue(q, w);
+    out->refused(out);
     return 0;
 }
 

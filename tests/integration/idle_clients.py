@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """idle_clients.py PORT --ready FILE [--source IP] [--http10 N] [--query N]
-[--query-bytes B] [--path P] [--limit S]: clients that ask for a config and
+[--query-bytes B] [--pipeline K] [--path P] [--limit S]: clients that ask for a config and
 never read it, from SOURCE (default 127.0.0.2) to 127.0.0.1:PORT, each with
 a receive buffer of 4 KiB: N HTTP/1.0 GETs of P, and N HTTP/1.1 GETs of P
-with a query of B bytes (over the 4 KiB share key: not coalesced). Once
+with a query of B bytes (over the 4 KiB share key: not coalesced), K of
+them pipelined on each of those connections. Once
 every socket is readable (its answer began, or it was refused or closed),
 or at --limit, writes to FILE how many are readable and how many the gate
 has closed; then holds every connection open, reading nothing, until
@@ -19,6 +20,7 @@ ap.add_argument("--query", type=int, default=0)
 ap.add_argument("--query-bytes", type=int, default=5120)
 ap.add_argument("--path", default="/config/worker")
 ap.add_argument("--limit", type=float, default=60)
+ap.add_argument("--pipeline", type=int, default=1, help="requests sent at once on each connection (distinct queries)")
 a = ap.parse_args()
 assert a.http10 + a.query <= 1000 and 0 < a.limit <= 300
 assert a.source.startswith("127.")
@@ -26,8 +28,8 @@ assert a.source.startswith("127.")
 start = time.monotonic()
 accept = b"Accept: application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1\r\n"
 reqs = [b"GET %s HTTP/1.0\r\nUser-Agent: idle-1.0\r\n%s\r\n" % (a.path.encode(), accept)] * a.http10
-reqs += [b"GET %s?pad=%s HTTP/1.1\r\nHost: x\r\nUser-Agent: idle-query\r\n%s\r\n"
-         % (a.path.encode(), b"q" * a.query_bytes, accept)] * a.query
+reqs += [b"".join(b"GET %s?pad=%s%d HTTP/1.1\r\nHost: x\r\nUser-Agent: idle-query\r\n%s\r\n"
+                 % (a.path.encode(), b"q" * a.query_bytes, k, accept) for k in range(a.pipeline))] * a.query
 socks = []
 for req in reqs:
     s = socket.socket()

@@ -560,3 +560,39 @@ Test(queue, a_full_queue_of_one_address_refuses_it)
     cr_assert_eq(slot_wait(&q, &ws[2].w, granted_to_address), -1, "its own waiters make no room for it");
     cr_assert_eq(refusals[0] + refusals[1], 0);
 }
+
+/* The one put out answers 503 at once and, with a pipelined request behind
+ * it, queues again from inside its refused callback (conn_send_error ->
+ * conn_next_request -> exchange_start): the room stays the newcomer's
+ * (found in review: the pipelined request took it back). */
+static void refused_requeues(slot_waiter_t *sw)
+{
+    refused(sw);
+    waiter_t *next = of(sw)->other;
+    if (next)
+        (void)slot_wait(&q, &next->w, granted_to_address);
+}
+
+Test(queue, the_room_made_for_a_newcomer_stays_its_own_when_the_one_put_out_queues_again)
+{
+    slot_queue_init(&q, 1, 4);
+    slot_queue_per_client(&q, 1);
+    memset(share, 0, sizeof share);
+    memset(refusals, 0, sizeof refusals);
+    cr_assert(slot_take(&q));
+    for (int i = 0; i < 4; i++) {
+        ws[i].w.share = &share[0];
+        ws[i].w.refused = refused_requeues;
+        ws[i].other = &ws[20 + i];          /* its connection's next pipelined request */
+        ws[20 + i].w.share = &share[0];
+        ws[20 + i].w.refused = refused_requeues;
+        cr_assert_eq(slot_wait(&q, &ws[i].w, granted_to_address), 0);
+    }
+    ws[10].w.share = &share[1];
+    ws[10].w.refused = refused;
+    cr_assert_eq(slot_wait(&q, &ws[10].w, granted_to_address), 0);
+    cr_assert_eq(refusals[3], 1, "the hog's newest waiter was put out");
+    cr_assert(ws[10].w.queued, "the newcomer holds the room");
+    cr_assert_not(ws[23].w.queued, "the hog's next request found the queue full");
+    cr_assert_eq(q.len, 4u);
+}
