@@ -167,11 +167,11 @@ typedef struct exchange {
      * for the client, not while the client waits for the MCS. */
     bool read_clock_on;
     uint64_t read_used_ms, read_since_ms;
-    /* In ctx->keepers while its store holds bytes, since keep_since_ms,
-     * when keep_sent had gone out: how fast it reads, to cut the slowest. */
+    /* In ctx->keepers while its store holds bytes; its body began at
+     * body_since_ms: how fast it reads, to cut the slowest. */
     struct exchange *keep_prev, *keep_next;
     bool keeping;
-    uint64_t keep_since_ms, keep_sent;
+    uint64_t body_since_ms;
     uint32_t key_len;               /* the share key, at buf + len until the request is sent */
     char *forwarded;                /* a follower's forwarded request (len bytes), should it fall back */
     coalesce_reader_t reader;       /* reader.fetch: the fetch read */

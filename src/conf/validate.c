@@ -141,6 +141,24 @@ static int validate_limits(loader_t *ld)
                                    "must not exceed limits.max_header_bytes (the request line is part of the header)");
     if (l->max_buffered_per_client > l->max_buffered)
         return schema_fail_at_path(ld, "limits.max_buffered_per_client", "must not exceed limits.max_buffered");
+    /* What is kept for a slow reader comes in relay buffers (a head of
+     * max_header_bytes, its growth and a TLS record, at least 64 KiB,
+     * proxy/exchange.c); a budget of fewer than four keeps next to
+     * nothing, and every client that falls behind would be cut (review). */
+    uint64_t chunk = (uint64_t)l->max_header_bytes + l->max_headers + 16384 + 320;
+    if (chunk < 65536)
+        chunk = 65536;
+    if (l->max_buffered_per_client < 4 * chunk)
+        return schema_fail_at_path(ld, "limits.max_buffered_per_client",
+                                   "holds fewer than four relay buffers of %llu bytes (max_header_bytes + max_headers + "
+                                   "16KiB, at least 64KiB): at least %llu", (unsigned long long)chunk,
+                                   (unsigned long long)(4 * chunk));
+    uint32_t workers = ld->cfg->workers;
+    if (workers && l->max_buffered / workers < 4 * chunk)
+        return schema_fail_at_path(ld, "limits.max_buffered",
+                                   "a worker's share (of %u) holds fewer than four relay buffers of %llu bytes: at "
+                                   "least %llu", workers, (unsigned long long)chunk,
+                                   (unsigned long long)(4 * chunk * workers));
     return 0;
 }
 

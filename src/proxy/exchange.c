@@ -614,12 +614,19 @@ static void exchange_pump(exchange_t *x)
             exchange_cut(x, r->cut, true);
             return;
         case RELAY_FULL:
-            /* Never the MCS's fetch: the slowest reader goes, this one
-             * when nobody else is slower. */
-            if (exchange_keep_evict(x))
+            /* Never the MCS's fetch: the slowest reader goes; when that is
+             * this one, it holds its upstream until its client reads,
+             * unless requests wait for a slot. */
+            switch (exchange_keep_room(x)) {
+            case EXCHANGE_ROOM_MADE:
                 continue;
-            exchange_cut(x, GATE_REASON_CLIENT_OVER_BUDGET, false);
-            return;
+            case EXCHANGE_ROOM_CUT_X:
+                exchange_cut(x, GATE_REASON_CLIENT_OVER_BUDGET, false);
+                return;
+            case EXCHANGE_ROOM_WAIT:
+                break;
+            }
+            break;
         case RELAY_WAIT:
             break;
         }

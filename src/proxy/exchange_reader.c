@@ -38,8 +38,6 @@ static void exchange_keepers_add(exchange_t *x)
 {
     exchange_ctx_t *ctx = x->ctx;
     x->keeping = true;
-    x->keep_since_ms = clock_coarse_ms();
-    x->keep_sent = x->relay.sent;
     x->keep_prev = NULL;
     x->keep_next = ctx->keepers;
     if (ctx->keepers)
@@ -98,44 +96,53 @@ static const relay_store_ops_t exchange_store_ops = {
 
 void exchange_keep(exchange_t *x)
 {
+    x->body_since_ms = clock_coarse_ms();
     if (x->client)
         relay_keep(&x->relay, &exchange_store_ops, x, x->ctx->bufs.size);
 }
 
 /* ---- when the budget is full: the slowest goes ------------------------ */
 
-/* Bytes a second the keeper's client took since its store began to hold
- * bytes (a keeper that is at it for less than a second counts a second). */
-static uint64_t exchange_keep_rate(const exchange_t *k, uint64_t now)
+/* Bytes a second the reader took since its body began, over at least
+ * 100 ms: a reader a few milliseconds in has not shown its pace yet. */
+static uint64_t exchange_read_rate(const exchange_t *k, uint64_t now)
 {
-    uint64_t ms = now - k->keep_since_ms;
-    return (k->relay.sent - k->keep_sent) * 1000 / (ms < 1000 ? 1000 : ms);
+    uint64_t ms = now - k->body_since_ms;
+    return k->relay.sent * 1000 / (ms < 100 ? 100 : ms);
 }
 
-bool exchange_keep_evict(exchange_t *x)
+/* Whether k reads slower than the slowest so far (rate, held). */
+static bool exchange_slower(const exchange_t *k, uint64_t rate, const exchange_t *slowest, uint64_t slowest_rate)
+{
+    return !slowest || rate < slowest_rate ||
+           (rate == slowest_rate && relay_held(&k->relay) > relay_held(&slowest->relay));
+}
+
+exchange_room_t exchange_keep_room(exchange_t *x)
 {
     exchange_ctx_t *ctx = x->ctx;
     /* When x's address is over its share, only its own readers stand in
      * its way: cutting another address's would free nothing it may use. */
     const client_share_t *only = exchange_client_full(x, ctx->bufs.size) ? x->client : NULL;
     uint64_t now = clock_coarse_ms();
-    exchange_t *slowest = NULL;
-    uint64_t slowest_rate = 0;
+    /* x is a candidate too, keeping already or not: a new client that
+     * reads nothing is no reason to cut one that reads. */
+    exchange_t *slowest = x;
+    uint64_t slowest_rate = exchange_read_rate(x, now);
     for (exchange_t *k = ctx->keepers; k; k = k->keep_next) {
-        if (only && k->client != only)
+        if (k == x || (only && k->client != only))
             continue;
-        uint64_t rate = exchange_keep_rate(k, now);
-        if (!slowest || rate < slowest_rate ||
-            (rate == slowest_rate && relay_held(&k->relay) > relay_held(&slowest->relay))) {
+        uint64_t rate = exchange_read_rate(k, now);
+        if (exchange_slower(k, rate, slowest, slowest_rate)) {
             slowest = k;
             slowest_rate = rate;
         }
     }
-    if (!slowest || slowest == x)
-        return false;
+    if (slowest == x)
+        return ctx->slots.len ? EXCHANGE_ROOM_CUT_X : EXCHANGE_ROOM_WAIT;
     if (log_enabled(LOG_DEBUG))
         log_msg(LOG_DEBUG, "client_over_budget", "the slowest reader (%llu B/s) is cut to make room",
                 (unsigned long long)slowest_rate);
     ctx->core->cut(slowest, GATE_REASON_CLIENT_OVER_BUDGET, false);
-    return true;
+    return EXCHANGE_ROOM_MADE;
 }

@@ -21,13 +21,21 @@
  * size of the response as known so far, head included. */
 void exchange_read_clock(exchange_t *x, bool behind, uint64_t total);
 /* The relay keeps what its client is not ready for (call after
- * relay_init). */
+ * relay_init, once the body begins: a reader's rate counts from then). */
 void exchange_keep(exchange_t *x);
 /* The relay's store gave back its last chunk, or the relay ended. */
 void exchange_keep_end(exchange_t *x);
+/* What exchange_keep_room did about a store that may hold no more. */
+typedef enum {
+    EXCHANGE_ROOM_MADE,     /* a slower reader was cut: try again */
+    EXCHANGE_ROOM_WAIT,     /* x is the slowest and nobody waits for a slot: x holds
+                               its upstream (back-pressure) until its client reads */
+    EXCHANGE_ROOM_CUT_X,    /* x is the slowest and requests wait for a slot: cut x */
+} exchange_room_t;
+
 /* x's store may hold no more: the slowest reader that stands in its way
- * (of x's address when that share is what is full, else of the worker)
- * is cut. false: x is that reader, or nobody else holds anything. */
-bool exchange_keep_evict(exchange_t *x);
+ * (of x's address when that share is what is full, else of the worker,
+ * x among them) is cut, unless that is x. */
+exchange_room_t exchange_keep_room(exchange_t *x);
 
 #endif
