@@ -38,6 +38,11 @@ static const struct { const char *raw, *clean; } CLEAN[] = {
     {"", "/"},
     {"config/worker", "/config/worker"},
     {"/%63onfig/worker", "/config/worker"},
+    /* Already clean (copied as is), or nearly so (the long way). */
+    {"/a.b/c..d/e.", "/a.b/c..d/e."},
+    {"/a/.b/..c/", "/a/.b/..c/"},
+    {"/a/b.", "/a/b."},
+    {"/config/worker-1.x_y~z!$&'()*+,;=:@", "/config/worker-1.x_y~z!$&'()*+,;=:@"},
     {"/%63%6F%6e%66ig/%77orker", "/config/worker"},
     {"/CONFIG/worker", "/CONFIG/worker"},
     {"/config/...", "/config/..."},
