@@ -80,21 +80,28 @@ void http_headers_clear(http_headers_t *h)
         h->first[i] = -1;
 }
 
-/* Values are most of a head: skip them eight bytes at a time while no byte
- * is below 0x20 (CR, HTAB, other CTLs) or 0x7f. Exact: a word is skipped
- * only if none of its bytes is (the borrow of x - 0x20.. can only flag a
- * byte above one that really is below 0x20); the byte loop sorts out the
- * rest. Bytes >= 0x80 (obs-text) are never flagged, as ~x clears them. */
+/* Values are most of a head: skip them eight bytes at a time to the first
+ * byte below 0x20 (CR, HTAB, other CTLs) or 0x7f, found exactly: per byte,
+ * (b & 0x7f) + 1 is 0x80 for 0x7f and 1..0x20 for a CTL, so after & 0x7f
+ * both are at most 0x20, and + 0x5f leaves their high bit clear, and only
+ * theirs (no byte carries into the next). Bytes >= 0x80 (obs-text) are
+ * never flagged, as | x sets their high bit. The byte loop after it goes on
+ * past an HTAB and stops at the CR. */
 static uint32_t skip_value_words(const unsigned char *b, uint32_t p, uint32_t end)
 {
-    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    const uint64_t ones = 0x0101010101010101u, low7 = 0x7f7f7f7f7f7f7f7fu, highs = 0x8080808080808080u;
     while (end - p >= 8) {
         uint64_t x;
         memcpy(&x, b + p, 8);
-        uint64_t ctl = (x - 0x20 * ones) & ~x & highs;
-        uint64_t del = ((x ^ 0x7f * ones) - ones) & ~(x ^ 0x7f * ones) & highs;
-        if (ctl | del)
-            break;
+        uint64_t flag = ~(((((x & low7) + ones) & low7) + 0x5f * ones) | x) & highs;
+        if (flag) {
+            /* The first flagged byte in memory order. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return p + (uint32_t)(__builtin_ctzll(flag) >> 3);
+#else
+            return p + (uint32_t)(__builtin_clzll(flag) >> 3);
+#endif
+        }
         p += 8;
     }
     return p;
