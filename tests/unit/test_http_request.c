@@ -740,6 +740,37 @@ Test(http_request, bad_byte_at_every_position_of_a_long_value)
     cr_assert_gt(parse_lim(s, (size_t)w + 44, &LIM), 0);
 }
 
+Test(http_request, bad_byte_at_every_position_of_a_long_target)
+{
+    /* The target is checked eight bytes at a time too. */
+    static const char bad[] = {0x00, 0x01, 0x1f, '#', 0x7f, (char)0x80, (char)0xff};
+    for (size_t k = 0; k < sizeof bad; k++) {
+        for (size_t at = 1; at < 40; at++) {
+            char s[128];
+            int w = sprintf(s, "GET ");
+            memset(s + w, 'a', 40);
+            s[w] = '/';
+            s[w + at] = bad[k];
+            int e = w + 40 + sprintf(s + w + 40, " HTTP/1.1\r\nHost: h\r\n\r\n");
+            int rc = parse_lim(s, (size_t)e, &LIM);
+            cr_assert_eq(rc, -400, "byte %#x at %zu -> %d", (unsigned char)bad[k], at, rc);
+            cr_assert_str_eq(req.error, "invalid request-target");
+        }
+    }
+    /* Every target character, at every alignment. */
+    char s[256];
+    int w = sprintf(s, "GET /");
+    int t = w - 1;
+    for (int c = 0x21; c < 0x7f; c++)
+        if (c != '#')
+            s[w++] = (char)c;
+    int tl = w - t;
+    w += sprintf(s + w, " HTTP/1.1\r\nHost: h\r\n\r\n");
+    cr_assert_gt(parse_lim(s, (size_t)w, &LIM), 0);
+    cr_assert_eq(req.target.off, (uint32_t)t);
+    cr_assert_eq(req.target.len, (uint32_t)tl);
+}
+
 /* Fields a Connection field names are hop-by-hop (RFC 9110 7.6.1): every
  * Connection field counts, and names compare in any case. */
 Test(http_request, connection_lists_field_names)
