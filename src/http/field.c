@@ -107,6 +107,69 @@ static uint32_t skip_value_words(const unsigned char *b, uint32_t p, uint32_t en
     return p;
 }
 
+static inline uint64_t load8(const void *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint32_t load4(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline uint16_t load2(const void *p)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+/* The names nearly every request has (Host, Accept, User-Agent,
+ * Connection), followed by their ':', compared a word at a time, each
+ * letter's byte or-ed with 0x20 (exact for any byte: only 'X' and 'x'
+ * give 'x'), the '-' exactly: then they are tchars, as the byte loop would
+ * have found, and the id is known. The name's length, or 0 (the byte loop
+ * and http_header_id then run). room: the bytes from s to the end of the
+ * head, its last CRLF included. The loads of literals fold to constants. */
+static uint32_t known_name(const unsigned char *s, uint32_t room, http_header_id_t *id)
+{
+    switch (s[0] | 0x20) {
+    case 'h':
+        if (room > 4 && s[4] == ':' && (load4(s) | 0x20202020u) == load4("host")) {
+            *id = HTTP_HDR_HOST;
+            return 4;
+        }
+        break;
+    case 'a':
+        if (room > 6 && s[6] == ':' && (load4(s) | 0x20202020u) == load4("acce") &&
+            (load2(s + 4) | 0x2020u) == load2("pt")) {
+            *id = HTTP_HDR_ACCEPT;
+            return 6;
+        }
+        break;
+    case 'u':
+        if (room > 10 && s[10] == ':' &&
+            (load8(s) | load8("\x20\x20\x20\x20\x00\x20\x20\x20")) == load8("user-age") &&
+            (load2(s + 8) | 0x2020u) == load2("nt")) {
+            *id = HTTP_HDR_USER_AGENT;
+            return 10;
+        }
+        break;
+    case 'c':
+        if (room > 10 && s[10] == ':' && (load8(s) | 0x2020202020202020u) == load8("connecti") &&
+            (load2(s + 8) | 0x2020u) == load2("on")) {
+            *id = HTTP_HDR_CONNECTION;
+            return 10;
+        }
+        break;
+    }
+    return 0;
+}
+
 static int field_error(const char **error, const char *why)
 {
     *error = why;
@@ -125,7 +188,10 @@ int http_fields_parse(const char *buf, uint32_t off, uint32_t end, http_headers_
         if (b[p] == ' ' || b[p] == '\t')
             return field_error(error, "obs-fold or whitespace before a field name");
         uint32_t name = p;
-        while (http_is(b[p], HTTP_C_TOKEN))
+        http_header_id_t id = HTTP_HDR_OTHER;
+        uint32_t known = known_name(b + p, end - p, &id);
+        p += known;
+        while (!known && http_is(b[p], HTTP_C_TOKEN))
             p++;
         if (b[p] != ':') {
             if (b[p] == ' ' || b[p] == '\t')
@@ -162,7 +228,7 @@ int http_fields_parse(const char *buf, uint32_t off, uint32_t end, http_headers_
         http_header_t *f = &h->list[h->count];
         f->name = (http_slice_t){name, name_len};
         f->value = (http_slice_t){value, value_end - value};
-        f->id = http_header_id(buf + name, name_len);
+        f->id = known ? id : http_header_id(buf + name, name_len);
         if (f->id != HTTP_HDR_OTHER && h->first[f->id] < 0)
             h->first[f->id] = (int16_t)h->count;
         h->count++;

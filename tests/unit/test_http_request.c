@@ -771,6 +771,28 @@ Test(http_request, bad_byte_at_every_position_of_a_long_target)
     cr_assert_eq(req.target.len, (uint32_t)tl);
 }
 
+Test(http_request, common_names_in_any_case_and_near_misses)
+{
+    /* Host, Accept, User-Agent and Connection are matched a word at a time. */
+    const char *s = "GET / HTTP/1.1\r\nhOsT: h\r\nACCEPT: a\r\nuSeR-aGeNt: u\r\n"
+                    "CONNECTION: close\r\nAccept-Encoding: gzip\r\nHostx: 1\r\n"
+                    "User_Agent: v\r\nConnectio: w\r\n\r\n";
+    cr_assert_gt(parse(s), 0);
+    cr_assert_eq(req.headers.count, 8);
+    static const http_header_id_t want[] = {HTTP_HDR_HOST, HTTP_HDR_ACCEPT, HTTP_HDR_USER_AGENT,
+                                            HTTP_HDR_CONNECTION, HTTP_HDR_OTHER, HTTP_HDR_OTHER,
+                                            HTTP_HDR_OTHER, HTTP_HDR_OTHER};
+    for (size_t i = 0; i < 8; i++)
+        cr_assert_eq(req.headers.list[i].id, want[i], "field %zu", i);
+    cr_assert(slice_is(s, req.headers.list[2].name, "uSeR-aGeNt"));
+    cr_assert(slice_is(s, req.headers.list[2].value, "u"));
+    cr_assert_not(req.keep_alive);
+    /* A CR where the '-' is, or whitespace before the colon: refused. */
+    refused("GET / HTTP/1.1\r\nHost: h\r\nUser\rAgent: x\r\n\r\n", -400, "field line without a colon");
+    refused("GET / HTTP/1.1\r\nHost : h\r\n\r\n", -400, "whitespace between field name and colon");
+    refused("GET / HTTP/1.1\r\nHost: h\r\nAcc\x01pt: x\r\n\r\n", -400, "invalid character in field name");
+}
+
 /* Fields a Connection field names are hop-by-hop (RFC 9110 7.6.1): every
  * Connection field counts, and names compare in any case. */
 Test(http_request, connection_lists_field_names)
