@@ -2,6 +2,9 @@
  * responses, and the small grammars inside field values they act on. */
 #include <string.h>
 #include <strings.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "internal.h"
 
@@ -89,6 +92,19 @@ void http_headers_clear(http_headers_t *h)
  * past an HTAB and stops at the CR. */
 static uint32_t skip_value_words(const unsigned char *b, uint32_t p, uint32_t end)
 {
+#ifdef __SSE2__
+    /* Sixteen at a time where the target has SSE2 (every x86-64): a byte
+     * is a CTL iff min(b, 0x1f) == b, unsigned. */
+    const __m128i c1f = _mm_set1_epi8(0x1f), c7f = _mm_set1_epi8(0x7f);
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(b + p));
+        __m128i bad = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, c1f), x), _mm_cmpeq_epi8(x, c7f));
+        unsigned m = (unsigned)_mm_movemask_epi8(bad);
+        if (m)
+            return p + (uint32_t)__builtin_ctz(m);
+        p += 16;
+    }
+#endif
     const uint64_t ones = 0x0101010101010101u, low7 = 0x7f7f7f7f7f7f7f7fu, highs = 0x8080808080808080u;
     while (end - p >= 8) {
         uint64_t x;
