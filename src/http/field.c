@@ -79,6 +79,7 @@ const http_header_t *http_headers_get(const http_headers_t *h, http_header_id_t 
 void http_headers_clear(http_headers_t *h)
 {
     h->count = 0;
+    h->repeated = 0;
     for (int i = 0; i < HTTP_HDR__KNOWN; i++)
         h->first[i] = -1;
 }
@@ -245,8 +246,12 @@ int http_fields_parse(const char *buf, uint32_t off, uint32_t end, http_headers_
         f->name = (http_slice_t){name, name_len};
         f->value = (http_slice_t){value, value_end - value};
         f->id = known ? id : http_header_id(buf + name, name_len);
-        if (f->id != HTTP_HDR_OTHER && h->first[f->id] < 0)
-            h->first[f->id] = (int16_t)h->count;
+        if (f->id != HTTP_HDR_OTHER) {
+            if (h->first[f->id] < 0)
+                h->first[f->id] = (int16_t)h->count;
+            else
+                h->repeated |= 1u << f->id;
+        }
         h->count++;
     }
     return 0;

@@ -198,13 +198,10 @@ static int request_line_finish(const char *buf, uint32_t cr, http_request_t *req
     return parse_target(buf, req);
 }
 
+/* 0, 1, or 2 for more than one: the field parse marks a name seen again. */
 static uint32_t field_count(const http_headers_t *h, http_header_id_t id)
 {
-    uint32_t n = 0;
-    if (h->first[id] >= 0)
-        for (uint32_t i = (uint32_t)h->first[id]; i < h->count; i++)
-            n += h->list[i].id == id;
-    return n;
+    return h->first[id] < 0 ? 0 : (h->repeated >> id & 1u) ? 2 : 1;
 }
 
 static int parse_host(const char *buf, http_request_t *req)
