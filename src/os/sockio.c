@@ -174,6 +174,11 @@ ssize_t sockio_read(sockio_t *io, void *buf, size_t len)
     return sockio_recv_plain(io, buf, len, false);
 }
 
+bool sockio_release_buffers(sockio_t *io)
+{
+    return !io->ssl || SSL_free_buffers(io->ssl) == 1;
+}
+
 void sockio_drop_ssl(sockio_t *io)
 {
     if (!io->ssl)
