@@ -74,7 +74,9 @@ typedef struct http_headers {
     uint32_t cap;               /* capped at INT16_MAX */
     uint32_t count;
     int16_t first[HTTP_HDR__KNOWN];  /* index of the first field with that name, -1 */
+    uint32_t repeated;          /* bit id: more than one field with that name */
 } http_headers_t;
+_Static_assert(HTTP_HDR__KNOWN <= 32, "repeated has a bit per known name");
 
 http_header_id_t http_header_id(const char *name, size_t len);
 bool http_header_is_hop_by_hop(http_header_id_t id);

@@ -53,6 +53,11 @@ int sockio_handshake(sockio_t *io);
 /* Bytes already inside OpenSSL (decrypted or read ahead): readable
  * without waiting for the fd, which poll cannot tell. */
 bool sockio_pending(const sockio_t *io);
+/* Gives a TLS connection's record buffers back to the allocator
+ * (SSL_free_buffers) when nothing waits in them; OpenSSL allocates them
+ * again at the next read or write. True when they are gone (or there were
+ * none to keep: plain). */
+bool sockio_release_buffers(sockio_t *io);
 /* Sends close_notify when TLS (best effort, never blocks), then closes. */
 void sockio_close(sockio_t *io);
 /* Ends the stream as broken: no close_notify, and a reset (SO_LINGER 0)

@@ -62,7 +62,16 @@ typedef struct conn_set {
     size_t path_cap;
     const struct timeval *tv_send;
     struct timeval tv_send_own;     /* shared_timeout's fallback */
+    /* TLS connections keep OpenSSL's record buffers while busy; this
+     * timer gives them back once a connection has been quiet for
+     * CONN_QUIET_MS, armed only while one holds them. */
+    struct event quiet_ev;
+    bool quiet_on;
 } conn_set_t;
+
+/* How long a TLS connection waits between requests before its record
+ * buffers (about 34 KiB) go back to the allocator. */
+#define CONN_QUIET_MS 250
 
 int conn_set_init(conn_set_t *s, struct event_base *base, const config_limits_t *lim, char *err, size_t errlen);
 /* A reload: the timeouts of lim from now on (the sizes must not change). */
@@ -116,6 +125,8 @@ typedef struct conn {
     bool is_head;
     bool timer_on;
     uint8_t deadline_kind;  /* conn_deadline_t */
+    uint32_t quiet_since_ms;    /* coarse ms, low 32 bits: the last response out (or the handshake
+                                   done); in padding, so the struct keeps its size and layout */
     uint64_t deadline_ms;   /* when it is due (coarse monotonic ms) */
     uint64_t timer_ms;      /* when the armed timer fires; may be earlier */
     bool write_waiting;     /* wev added */
@@ -124,6 +135,7 @@ typedef struct conn {
     bool draining;          /* the worker is stopping or its listener was removed: it closes after
                                the response under way (one flag, so a request reads one byte) */
     bool proxy_untrusted;   /* PROXY listener, peer outside trusted_proxies: refused once its header is read */
+    bool tls_bufs;          /* OpenSSL may hold record buffers: the quiet sweep looks at it */
     uint32_t listener;      /* the id of the listener that accepted it */
     struct sockaddr_storage peer;   /* the client: the PROXY header's source, else the socket's peer */
     socklen_t peer_len;

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "http/message.h"
 
@@ -34,7 +35,25 @@ static inline bool http_token_eq(const char *s, size_t n, const char *lower, siz
 {
     if (n != lower_len)
         return false;
-    for (size_t i = 0; i < n; i++)
+    /* The same | 0x20 on eight (then four) bytes at once: the literal's
+     * length is known here, so this is a compare or two per name. */
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t a, b;
+        memcpy(&a, s + i, 8);
+        memcpy(&b, lower + i, 8);
+        if ((a | 0x2020202020202020u) != b)
+            return false;
+    }
+    if (i + 4 <= n) {
+        uint32_t a, b;
+        memcpy(&a, s + i, 4);
+        memcpy(&b, lower + i, 4);
+        if ((a | 0x20202020u) != b)
+            return false;
+        i += 4;
+    }
+    for (; i < n; i++)
         if ((s[i] | 0x20) != lower[i])
             return false;
     return true;

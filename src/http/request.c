@@ -33,6 +33,32 @@ void http_request_reset(http_request_t *req)
     http_headers_clear(&req->headers);
 }
 
+/* The first byte at or after i, below len, that is not a request-target
+ * character (visible ASCII but '#': 0x21-0x7e without 0x23), eight bytes
+ * at a time; at most len. Exact per byte, with no carry between bytes: of
+ * a = b & 0x7f, a + 0x5f has its high bit set iff a >= 0x21, a + 1 iff
+ * a == 0x7f, (a ^ 0x23) + 0x7f iff a != 0x23; a byte >= 0x80 is refused
+ * by its own high bit. The byte loop after it does the last few bytes. */
+static size_t target_skip_words(const unsigned char *b, size_t i, size_t len)
+{
+    const uint64_t ones = 0x0101010101010101u, low7 = 0x7f7f7f7f7f7f7f7fu, highs = 0x8080808080808080u;
+    while (len - i >= 8) {
+        uint64_t x;
+        memcpy(&x, b + i, 8);
+        uint64_t a = x & low7;
+        uint64_t bad = ~((a + 0x5f * ones) & ((a ^ 0x23 * ones) + 0x7f * ones) & ~((a + ones) | x)) & highs;
+        if (bad) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return i + (size_t)(__builtin_ctzll(bad) >> 3);
+#else
+            return i + (size_t)(__builtin_clzll(bad) >> 3);
+#endif
+        }
+        i += 8;
+    }
+    return i;
+}
+
 /* Walks the request line byte by byte as it arrives, so that garbage (a
  * TLS ClientHello on the plain port) or an overlong target is refused at
  * once, not when the head limit is reached. Exactly one SP between the
@@ -55,6 +81,7 @@ static int request_line_walk(const char *buf, size_t len, const http_limits_t *l
         req->rl_mark = req->rl_target = (uint32_t)++i;
         __attribute__((fallthrough));
     case RL_TARGET:
+        i = target_skip_words(b, i, len);
         while (i < len && http_is(b[i], HTTP_C_TARGET))
             i++;
         if (i - req->rl_mark > lim->max_uri_bytes)
@@ -171,13 +198,10 @@ static int request_line_finish(const char *buf, uint32_t cr, http_request_t *req
     return parse_target(buf, req);
 }
 
+/* 0, 1, or 2 for more than one: the field parse marks a name seen again. */
 static uint32_t field_count(const http_headers_t *h, http_header_id_t id)
 {
-    uint32_t n = 0;
-    if (h->first[id] >= 0)
-        for (uint32_t i = (uint32_t)h->first[id]; i < h->count; i++)
-            n += h->list[i].id == id;
-    return n;
+    return h->first[id] < 0 ? 0 : (h->repeated >> id & 1u) ? 2 : 1;
 }
 
 static int parse_host(const char *buf, http_request_t *req)

@@ -42,10 +42,54 @@ static void conn_on_reap(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static void conn_quiet_arm(conn_set_t *s)
+{
+    struct timeval tv = clock_timeval(CONN_QUIET_MS);
+    evtimer_add(&s->quiet_ev, &tv);
+    s->quiet_on = true;
+}
+
+/* Gives the record buffers of the TLS connections that have been quiet
+ * for CONN_QUIET_MS back to the allocator (tls.c keeps them while a
+ * client asks again at once); comes back while any still holds them. */
+static void conn_on_quiet(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_set_t *s = arg;
+    uint32_t now = (uint32_t)clock_coarse_ms();
+    bool more = false;
+    for (conn_t *c = s->open; c; c = c->next) {
+        if (!c->tls_bufs)
+            continue;
+        if (c->state == CONN_READ_HEAD && c->ilen == 0 && (uint32_t)(now - c->quiet_since_ms) >= CONN_QUIET_MS &&
+            sockio_release_buffers(&c->io))
+            c->tls_bufs = false;
+        else
+            more = true;
+    }
+    s->quiet_on = false;
+    if (more)
+        conn_quiet_arm(s);
+}
+
+/* A TLS connection is between requests (or just past its handshake) and
+ * may hold OpenSSL's record buffers until the quiet sweep. */
+static void conn_note_quiet(conn_t *c)
+{
+    if (!c->tls)
+        return;
+    c->tls_bufs = true;
+    c->quiet_since_ms = (uint32_t)clock_coarse_ms();
+    if (!c->env->conns.quiet_on)
+        conn_quiet_arm(&c->env->conns);
+}
+
 int conn_set_init(conn_set_t *s, struct event_base *base, const config_limits_t *lim, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     evtimer_assign(&s->reap_ev, base, conn_on_reap, s);
+    evtimer_assign(&s->quiet_ev, base, conn_on_quiet, s);
     s->limits = (http_limits_t){lim->max_header_bytes, lim->max_headers, lim->max_uri_bytes};
     s->req_fields = calloc(lim->max_headers, sizeof *s->req_fields);
     s->path_cap = lim->max_uri_bytes + 1;
@@ -66,6 +110,9 @@ void conn_set_reconfigure(conn_set_t *s, struct event_base *base, const config_l
 
 void conn_set_destroy(conn_set_t *s)
 {
+    if (s->quiet_on)
+        event_del(&s->quiet_ev);
+    s->quiet_on = false;
     conn_on_reap(-1, 0, s);
     if (s->head_bufs.free)
         buf_pool_destroy(&s->head_bufs);
@@ -342,6 +389,7 @@ static void conn_next_request(conn_t *c)
     }
     memset(&c->log, 0, sizeof c->log);
     conn_deadline(c, CONN_DEADLINE_IDLE, c->env->cfg->limits.idle_timeout_ms);
+    conn_note_quiet(c);
     conn_arm_write(c, false);
     conn_arm_read(c, true);
     /* Answered from within conn_process_input: its loop goes on with the
@@ -750,6 +798,7 @@ static void conn_handshake(conn_t *c)
     if (r == 1) {
         c->state = CONN_READ_HEAD;
         conn_arm_write(c, false);
+        conn_note_quiet(c);
         conn_read_head(c);
     } else if (r == SOCKIO_WANT_WRITE) {
         conn_arm_write(c, true);

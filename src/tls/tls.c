@@ -243,7 +243,14 @@ SSL_CTX *tls_server_ctx_new(const config_tls_server_t *cfg, char *err, size_t er
     }
 
     SSL_CTX_set_options(ctx, TLS_COMMON_OPTIONS | SSL_OP_CIPHER_SERVER_PREFERENCE);
-    SSL_CTX_set_mode(ctx, TLS_IO_MODES);
+    /* Without SSL_MODE_RELEASE_BUFFERS: that mode frees the 17 KiB read
+     * and write buffers after every record and allocates them again for
+     * the next (about 900 instructions of malloc and free per held TLS
+     * request, callgrind S1t). A client connection keeps them while it
+     * asks again at once, and conn.c gives them back once it has been
+     * quiet for CONN_QUIET_MS (sockio_release_buffers), so an idle
+     * connection holds none, as before. */
+    SSL_CTX_set_mode(ctx, TLS_IO_MODES & ~(long)SSL_MODE_RELEASE_BUFFERS);
     /* One read(2) takes what the socket has, several records at once,
      * instead of a record header and then its body: half the reads. Our
      * readers loop until WANT_READ or ask SSL_has_pending (sockio). */

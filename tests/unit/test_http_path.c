@@ -38,6 +38,11 @@ static const struct { const char *raw, *clean; } CLEAN[] = {
     {"", "/"},
     {"config/worker", "/config/worker"},
     {"/%63onfig/worker", "/config/worker"},
+    /* Already clean (copied as is), or nearly so (the long way). */
+    {"/a.b/c..d/e.", "/a.b/c..d/e."},
+    {"/a/.b/..c/", "/a/.b/..c/"},
+    {"/a/b.", "/a/b."},
+    {"/config/worker-1.x_y~z!$&'()*+,;=:@", "/config/worker-1.x_y~z!$&'()*+,;=:@"},
     {"/%63%6F%6e%66ig/%77orker", "/config/worker"},
     {"/CONFIG/worker", "/CONFIG/worker"},
     {"/config/...", "/config/..."},
@@ -198,5 +203,35 @@ Test(http_path, gate_reading_of_the_briefs_examples)
         cr_expect_eq(http_path_has_prefix(out, outlen, "/config/"), t[i].gated, "%s", t[i].raw);
         http_slice_t s = http_path_last_segment(out, outlen);
         cr_expect(s.len == strlen(t[i].pool) && memcmp(out + s.off, t[i].pool, s.len) == 0, "%s", t[i].raw);
+    }
+}
+
+/* A clean path is copied as is (path_is_clean), any other one decoded and
+ * cleaned: the two must agree. "/." in front of a rooted path forces the
+ * long way and changes nothing Clean returns, so each random path is
+ * checked against itself behind "/.", at every length and alignment. */
+Test(http_path, clean_path_shortcut_agrees_with_the_long_way)
+{
+    static const char alphabet[] = "aZ9-~/./%41\x01\x7f\x80";
+    uint32_t seed = 12345;
+    for (int n = 0; n < 20000; n++) {
+        char raw[48], forced[52], a[64], b[64];
+        size_t len = 1 + (size_t)(n % 40), alen, blen;
+        raw[0] = '/';
+        for (size_t i = 1; i < len; i++) {
+            seed = seed * 1103515245u + 12345u;
+            /* mostly letters, so that many paths take the shortcut */
+            raw[i] = (seed >> 16) % 4 ? (char)('a' + (seed >> 20) % 26)
+                                      : alphabet[(seed >> 20) % (sizeof alphabet - 1)];
+        }
+        memcpy(forced, "/.", 2);
+        memcpy(forced + 2, raw, len);
+        int ra = http_path_normalize(raw, len, a, sizeof a, &alen);
+        int rb = http_path_normalize(forced, len + 2, b, sizeof b, &blen);
+        cr_assert_eq(ra, rb, "%.*s: %d vs %d", (int)len, raw, ra, rb);
+        if (ra == HTTP_PATH_OK) {
+            cr_assert_eq(alen, blen, "%.*s", (int)len, raw);
+            cr_assert(memcmp(a, b, alen) == 0, "%.*s", (int)len, raw);
+        }
     }
 }

@@ -740,6 +740,59 @@ Test(http_request, bad_byte_at_every_position_of_a_long_value)
     cr_assert_gt(parse_lim(s, (size_t)w + 44, &LIM), 0);
 }
 
+Test(http_request, bad_byte_at_every_position_of_a_long_target)
+{
+    /* The target is checked eight bytes at a time too. */
+    static const char bad[] = {0x00, 0x01, 0x1f, '#', 0x7f, (char)0x80, (char)0xff};
+    for (size_t k = 0; k < sizeof bad; k++) {
+        for (size_t at = 1; at < 40; at++) {
+            char s[128];
+            int w = sprintf(s, "GET ");
+            memset(s + w, 'a', 40);
+            s[w] = '/';
+            s[w + at] = bad[k];
+            int e = w + 40 + sprintf(s + w + 40, " HTTP/1.1\r\nHost: h\r\n\r\n");
+            int rc = parse_lim(s, (size_t)e, &LIM);
+            cr_assert_eq(rc, -400, "byte %#x at %zu -> %d", (unsigned char)bad[k], at, rc);
+            cr_assert_str_eq(req.error, "invalid request-target");
+        }
+    }
+    /* Every target character, at every alignment. */
+    char s[256];
+    int w = sprintf(s, "GET /");
+    int t = w - 1;
+    for (int c = 0x21; c < 0x7f; c++)
+        if (c != '#')
+            s[w++] = (char)c;
+    int tl = w - t;
+    w += sprintf(s + w, " HTTP/1.1\r\nHost: h\r\n\r\n");
+    cr_assert_gt(parse_lim(s, (size_t)w, &LIM), 0);
+    cr_assert_eq(req.target.off, (uint32_t)t);
+    cr_assert_eq(req.target.len, (uint32_t)tl);
+}
+
+Test(http_request, common_names_in_any_case_and_near_misses)
+{
+    /* Host, Accept, User-Agent and Connection are matched a word at a time. */
+    const char *s = "GET / HTTP/1.1\r\nhOsT: h\r\nACCEPT: a\r\nuSeR-aGeNt: u\r\n"
+                    "CONNECTION: close\r\nAccept-Encoding: gzip\r\nHostx: 1\r\n"
+                    "User_Agent: v\r\nConnectio: w\r\n\r\n";
+    cr_assert_gt(parse(s), 0);
+    cr_assert_eq(req.headers.count, 8);
+    static const http_header_id_t want[] = {HTTP_HDR_HOST, HTTP_HDR_ACCEPT, HTTP_HDR_USER_AGENT,
+                                            HTTP_HDR_CONNECTION, HTTP_HDR_OTHER, HTTP_HDR_OTHER,
+                                            HTTP_HDR_OTHER, HTTP_HDR_OTHER};
+    for (size_t i = 0; i < 8; i++)
+        cr_assert_eq(req.headers.list[i].id, want[i], "field %zu", i);
+    cr_assert(slice_is(s, req.headers.list[2].name, "uSeR-aGeNt"));
+    cr_assert(slice_is(s, req.headers.list[2].value, "u"));
+    cr_assert_not(req.keep_alive);
+    /* A CR where the '-' is, or whitespace before the colon: refused. */
+    refused("GET / HTTP/1.1\r\nHost: h\r\nUser\rAgent: x\r\n\r\n", -400, "field line without a colon");
+    refused("GET / HTTP/1.1\r\nHost : h\r\n\r\n", -400, "whitespace between field name and colon");
+    refused("GET / HTTP/1.1\r\nHost: h\r\nAcc\x01pt: x\r\n\r\n", -400, "invalid character in field name");
+}
+
 /* Fields a Connection field names are hop-by-hop (RFC 9110 7.6.1): every
  * Connection field counts, and names compare in any case. */
 Test(http_request, connection_lists_field_names)
