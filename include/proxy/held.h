@@ -1,11 +1,14 @@
 /* held: which nodes the gate is holding (issue 11.2). Each worker owns one
  * bounded table of the clients it rejected recently: what they asked for,
  * since when, how often, why, and whether they were admitted since. It has
- * two parts (issue 20.5): the nodes the verdict (or evidence) holds, keyed
- * by client address and pool, and the clients an admission policy (token,
- * machines) refused, keyed by address alone, in a smaller part of their
- * own, so that refusals, which anyone can cause from many addresses,
- * never take a held node's room. The worker is the table's only writer;
+ * two parts (issue 20.5): the nodes the verdict (or evidence) holds and
+ * the clients an admission policy (token, machines) refused, the latter in
+ * a smaller part of their own, so that refusals, which anyone can cause
+ * from many addresses, never take a held node's room. Both are keyed by
+ * the client address alone: a node is its address (DESIGN 1.9, issue 26).
+ * The pool a request names is the last segment of a path the client
+ * chooses; kept as an attribute (the latest request's), it cannot
+ * multiply one address into many entries. The worker is the table's only writer;
  * the admin thread reads it without a lock through a sequence counter per
  * slot (a seqlock whose data words are relaxed atomics, so that a reader
  * racing a write retries instead of reading a torn entry, and the writer
@@ -69,13 +72,10 @@ typedef struct held_entry {
     uint8_t spec;                   /* ignition_spec_t of its Accept header */
     uint8_t refused;                /* 1: an admission policy's refusal (no pool) */
     uint8_t pad;
-    /* A refusal's: a hash of the pool its latest refused request asked
-     * for (held_pool_hash), not its key and not shown, so that a hold and
-     * a refusal of one address are told to be one node (the same pool:
-     * the later counts) or two behind one address (NAT). 0 in the held
-     * part. */
-    uint32_t pool_hash;
+    uint32_t pad_addr;
     uint8_t addr[16];               /* IPv4 in the first 4 bytes */
+    /* The pool its latest held request asked for (its latest hold's, in a
+     * view): an attribute, not part of the key; "" in the refusals' part. */
     char pool[HELD_POOL_LEN];
     char user_agent[HELD_UA_LEN];   /* as sent, truncated; not sanitised (readers escape it) */
 } held_entry_t;
@@ -106,7 +106,7 @@ typedef struct held_part {
 } held_part_t;
 
 typedef struct held_table {
-    held_part_t held;               /* verdict and evidence holds, by address and pool */
+    held_part_t held;               /* verdict and evidence holds, by address */
     held_part_t refused;            /* admission policies' refusals, by address */
     uint64_t forget_after_ms;
     _Atomic uint64_t admitted_after_hold;   /* counters, owner-written */
@@ -140,16 +140,14 @@ void held_record(held_table_t *t, const held_client_t *c, const char *reason, in
  * accept, the client's word only; kept, it would let one address fill
  * the part, one entry per pool, and mint a skewgate_held_clients series
  * per name. The address is what the operator looks a node up by (its
- * Machine, its console). Only a hash of the latest one is kept, to tell
- * this node's hold from a NAT neighbour's (held_collect). */
+ * Machine, its console). */
 void held_record_refusal(held_table_t *t, const held_client_t *c, const char *reason, int status, uint64_t now_ms);
 
 /* Client c got its config at now_ms. If this table or one of peers[] (the
  * other workers' tables, read only: a node's retries may have come on
- * another worker's connection) holds it now, by its pool or by a refusal
- * of its address whose latest request asked for that pool (another pool's
- * is a NAT neighbour's), the owner's table records the admission; true when that
- * is news. It counts in admitted_after_hold when the rejection it ends
+ * another worker's connection) holds or refuses its address now, whatever
+ * pool that asked for, the owner's table records the admission (ending
+ * both); true when that is news. It counts in admitted_after_hold when the rejection it ends
  * held the node (a 503; not a 403 or an explain answer). Owner thread
  * only. */
 bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peers, const held_client_t *c,
@@ -160,8 +158,8 @@ bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peer
  * attempts summed, earliest first seen, latest last seen, the reason and
  * status of the latest rejection, and admitted when its latest admission is not older
  * than its latest hold), oldest first. Of an address's hold and its
- * refusal by a policy for the same pool (one node), only the one with the
- * later event is in it (the hold on a tie). */
+ * refusal by a policy (one node, whatever pools they named), only the one
+ * with the later event is in it (the hold on a tie). */
 typedef struct held_view {
     held_entry_t *entries;
     size_t n;
@@ -181,11 +179,6 @@ bool held_now(const held_entry_t *e);
  * or "explained" (reject.mode explain's 200, or its 400 for a spec it
  * cannot write). */
 const char *held_state_name(const held_entry_t *e);
-
-/* What a refusal keeps of the pool it was asked for: FNV-1a, from a
- * basis random to the process, of the part an entry's pool holds
- * (HELD_POOL_LEN - 1 bytes), never 0. */
-uint32_t held_pool_hash(const char *pool);
 
 /* 0, or -1 when out of memory (*out then empty). */
 int held_collect(const held_table_t *const *tables, size_t n_tables, uint64_t now_ms, held_view_t *out);

@@ -2,9 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
-#include <sys/random.h>
 
-#include "core/clock.h"
 #include "core/hash.h"
 #include "http/accept.h"
 #include "proxy/held.h"
@@ -39,20 +37,8 @@ static void held_part_destroy(held_part_t *p)
     p->own = NULL;
 }
 
-/* The pool hash's basis, random once a process (set by the first table,
- * made before any worker runs): a pool name is the client's word, and
- * one behind the same address could otherwise pick a name whose hash is
- * a held node's and have its refusal hide that hold. */
-static uint32_t held_pool_seed;
-
 int held_table_init(held_table_t *t, uint32_t max_clients, uint64_t forget_after_ms)
 {
-    if (!held_pool_seed) {
-        uint32_t seed = 0;
-        if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
-            seed = (uint32_t)(uintptr_t)&seed ^ (uint32_t)clock_monotonic_ns();
-        held_pool_seed = seed | 1;
-    }
     memset(t, 0, sizeof *t);
     t->forget_after_ms = forget_after_ms;
     max_clients = max_clients ? max_clients : 1;
@@ -85,8 +71,7 @@ static uint8_t held_key_of(const struct sockaddr_storage *ss, uint8_t addr[16])
     return 0;
 }
 
-/* The slot a key's probe starts at. Only the address is hashed (a node
- * asks for one pool; its pools share a chain). The high half is folded
+/* The slot an address's probe starts at. The high half is folded
  * into the low by a multiply (one-to-one, so the hosts of an IPv6 /64
  * never collide there), then a full mixer spreads every bit: a single
  * multiply carries only upwards, and sequential addresses, which differ
@@ -107,9 +92,10 @@ static uint32_t held_probes(const held_part_t *p)
     return p->cap < HELD_MAX_PROBES ? p->cap : HELD_MAX_PROBES;
 }
 
-static bool held_same_key(const held_entry_t *e, uint8_t family, const uint8_t addr[16], const char *pool)
+/* A node is its address (DESIGN 1.9): the pool it names is an attribute. */
+static bool held_same_key(const held_entry_t *e, uint8_t family, const uint8_t addr[16])
 {
-    return e->family == family && !memcmp(e->addr, addr, 16) && !strcmp(e->pool, pool);
+    return e->family == family && !memcmp(e->addr, addr, 16);
 }
 
 static bool held_forgotten(const held_table_t *t, const held_entry_t *e, uint64_t now_ms)
@@ -140,7 +126,7 @@ static bool held_vacant(const held_part_t *p, uint32_t i)
 /* Where the key lives in p (found), or else the first slot a new entry
  * may take (never used, or forgotten); -1: neither within the probes. */
 static int64_t held_find(const held_table_t *t, const held_part_t *p, uint8_t family, const uint8_t addr[16],
-                         const char *pool, uint64_t now_ms, bool *found)
+                         uint64_t now_ms, bool *found)
 {
     uint32_t i = held_home(p, addr);
     uint32_t probes = held_probes(p);
@@ -153,7 +139,7 @@ static int64_t held_find(const held_table_t *t, const held_part_t *p, uint8_t fa
             return free_at >= 0 ? free_at : i;
         }
         bool gone = !p->own[i].counted || held_forgotten(t, e, now_ms);
-        if (!gone && held_same_key(e, family, addr, pool)) {
+        if (!gone && held_same_key(e, family, addr)) {
             *found = true;
             return i;
         }
@@ -243,25 +229,21 @@ static void held_note_admission(uint64_t ms)
 /* The pool a refusal is recorded under: none. */
 static const char held_no_pool[] = "";
 
-uint32_t held_pool_hash(const char *pool)
+/* Whether an entry's pool is what it would keep of pool (held_copy_text:
+ * the first HELD_POOL_LEN - 1 bytes). */
+static bool held_same_pool(const held_entry_t *e, const char *pool)
 {
-    /* Of what an entry keeps of a pool name (held_copy_text): a long name
-     * hashes as its held entry's copy does. */
-    uint32_t h = 2166136261u ^ held_pool_seed;
-    const unsigned char *s = (const unsigned char *)pool;
-    for (size_t i = 0; i + 1 < HELD_POOL_LEN && s[i]; i++)
-        h = (h ^ s[i]) * 16777619u;
-    return h ? h : 1;
+    return !strncmp(e->pool, pool, HELD_POOL_LEN - 1);
 }
 
-/* pool_hash: a refusal's, of the pool asked for (0 in the held part). */
+/* pool: what the entry shows, the latest request's (none for a refusal). */
 static void held_record_in(held_table_t *t, held_part_t *p, const held_client_t *c, const char *pool,
-                           uint32_t pool_hash, const char *reason, int status, uint64_t now_ms)
+                           const char *reason, int status, uint64_t now_ms)
 {
     uint8_t addr[16];
     uint8_t family = held_key_of(c->addr, addr);
     bool found = false;
-    int64_t at = family ? held_find(t, p, family, addr, pool, now_ms, &found) : -1;
+    int64_t at = family ? held_find(t, p, family, addr, now_ms, &found) : -1;
     if (at < 0 || (!found && !held_claim(t, p, (uint32_t)at, now_ms))) {
         held_count(&t->overflow);
         return;
@@ -275,8 +257,9 @@ static void held_record_in(held_table_t *t, held_part_t *p, const held_client_t 
         e->refused = p == &t->refused;
         words = HELD_ENTRY_WORDS;
     }
-    if (e->pool_hash != pool_hash) {
-        e->pool_hash = pool_hash;   /* rare: a refused address asking for another pool */
+    if (found && !held_same_pool(e, pool)) {
+        /* Rare: the node asks for another pool. An attribute, not a key. */
+        held_copy_text(e->pool, sizeof e->pool, pool, strlen(pool));
         words = HELD_ENTRY_WORDS;
     }
     /* Not before any admission seen so far, this client's included. */
@@ -298,12 +281,12 @@ static void held_record_in(held_table_t *t, held_part_t *p, const held_client_t 
 
 void held_record(held_table_t *t, const held_client_t *c, const char *reason, int status, uint64_t now_ms)
 {
-    held_record_in(t, &t->held, c, c->pool, 0, reason, status, now_ms);
+    held_record_in(t, &t->held, c, c->pool, reason, status, now_ms);
 }
 
 void held_record_refusal(held_table_t *t, const held_client_t *c, const char *reason, int status, uint64_t now_ms)
 {
-    held_record_in(t, &t->refused, c, held_no_pool, held_pool_hash(c->pool), reason, status, now_ms);
+    held_record_in(t, &t->refused, c, held_no_pool, reason, status, now_ms);
 }
 
 /* Reads slot i of a part another thread owns into *out; false when the
@@ -328,7 +311,7 @@ static bool held_read_slot(const held_part_t *p, uint32_t i, held_entry_t *out)
 /* A peer's live entry for the key, read through its slots; false if none.
  * (A slot a sweep gave back still shows its forgotten entry to readers.) */
 static bool held_peer_lookup(const held_table_t *pt, const held_part_t *p, uint8_t family, const uint8_t addr[16],
-                             const char *pool, uint64_t now_ms, held_entry_t *out)
+                             uint64_t now_ms, held_entry_t *out)
 {
     if (atomic_load_explicit(&p->n_used, memory_order_relaxed) == 0)
         return false;
@@ -339,32 +322,27 @@ static bool held_peer_lookup(const held_table_t *pt, const held_part_t *p, uint8
             continue;
         if (out->family == 0)
             return false;
-        if (held_same_key(out, family, addr, pool) && !held_forgotten(pt, out, now_ms))
+        if (held_same_key(out, family, addr) && !held_forgotten(pt, out, now_ms))
             return true;
     }
     return false;
 }
 
-/* The admission of a client's key in one part (held by pool, or refused
- * by address): whether it ends a rejection, the latest event of every
- * table being one. Records it in the owner's part when it does, and says
- * in *was_held whether that rejection held the node (a 503: only then is
- * it an admission after a hold). A refusal ends only when its latest
- * request asked for the admitted pool, admitted_pool (NULL in the held
- * part, whose key has it): an admission for another pool is a NAT
- * neighbour's. */
+/* The admission of an address in one part (held, or refused): whether it
+ * ends a rejection, the latest event of every table being one, whatever
+ * pool each asked for (a node is its address). Records it in the owner's
+ * part when it does, and says in *was_held whether that rejection held
+ * the node (a 503: only then is it an admission after a hold). */
 static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const held_table_t *const *peers,
-                          size_t n_peers, uint8_t family, const uint8_t addr[16], const char *pool,
-                          const char *admitted_pool, uint64_t now_ms, bool *was_held)
+                          size_t n_peers, uint8_t family, const uint8_t addr[16], uint64_t now_ms, bool *was_held)
 {
     bool found = false;
     int64_t at = -1;
     if (atomic_load_explicit(&p->n_used, memory_order_relaxed))
-        at = held_find(t, p, family, addr, pool, now_ms, &found);
+        at = held_find(t, p, family, addr, now_ms, &found);
     uint64_t last_hold = found ? p->mine[at].held_ms : 0;
     uint64_t last_admission = found ? p->mine[at].admitted_ms : 0;
     uint16_t last_status = found ? p->mine[at].status : 0;
-    uint32_t last_pool_hash = found ? p->mine[at].pool_hash : 0;
     /* A node's holds and admissions may have come on several workers'
      * connections: the latest of all wins. */
     held_entry_t theirs = {0}, latest = {0};
@@ -372,12 +350,11 @@ static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const h
         if (peers[k] == t)
             continue;
         const held_part_t *pp = refused ? &peers[k]->refused : &peers[k]->held;
-        if (!held_peer_lookup(peers[k], pp, family, addr, pool, now_ms, &theirs))
+        if (!held_peer_lookup(peers[k], pp, family, addr, now_ms, &theirs))
             continue;
         if (theirs.held_ms > last_hold) {
             last_hold = theirs.held_ms;
             last_status = theirs.status;
-            last_pool_hash = theirs.pool_hash;
             latest = theirs;
         }
         if (theirs.admitted_ms > last_admission)
@@ -385,13 +362,11 @@ static bool held_admit_in(held_table_t *t, held_part_t *p, bool refused, const h
     }
     if (last_hold == 0 || last_admission > last_hold)
         return false;       /* never held, or admitted since its latest hold */
-    if (admitted_pool && last_pool_hash != held_pool_hash(admitted_pool))
-        return false;       /* another node's refusal, behind the same address */
     if (!found) {
         /* The hold was another worker's: this part keeps a copy of the
          * entry (the attempts are the peer's) to show the admission. */
         if (at < 0)
-            at = held_find(t, p, family, addr, pool, now_ms, &found);
+            at = held_find(t, p, family, addr, now_ms, &found);
         if (at < 0 || !held_claim(t, p, (uint32_t)at, now_ms)) {
             held_count(&t->overflow);
             return false;
@@ -433,10 +408,10 @@ bool held_admit(held_table_t *t, const held_table_t *const *peers, size_t n_peer
     if (!family)
         return false;
     bool was_held = false;
-    bool news = held_admit_in(t, &t->held, false, peers, n_peers, family, addr, c->pool, NULL, now_ms, &was_held);
-    /* Getting its config also ends a refusal of its address. */
-    news |= held_admit_in(t, &t->refused, true, peers, n_peers, family, addr, held_no_pool, c->pool, now_ms,
-                          &was_held);
+    /* Getting its config ends the address's hold and its refusal, whatever
+     * pool each asked for. */
+    bool news = held_admit_in(t, &t->held, false, peers, n_peers, family, addr, now_ms, &was_held);
+    news |= held_admit_in(t, &t->refused, true, peers, n_peers, family, addr, now_ms, &was_held);
     /* A denied or explained node that comes back (rebooted) and is
      * admitted is listed as admitted, but it was not held. */
     if (was_held)
@@ -453,8 +428,8 @@ static int held_cmp_addr(const held_entry_t *x, const held_entry_t *y)
     return memcmp(x->addr, y->addr, 16);
 }
 
-/* By address first, so that a client's entries in both parts lie side by
- * side, its refusal first (held_drop_superseded). */
+/* A part's key is the address: by address, so that a client's entries in
+ * both parts lie side by side, its refusal first (held_drop_superseded). */
 static int held_cmp_key(const void *a, const void *b)
 {
     const held_entry_t *x = a, *y = b;
@@ -463,7 +438,7 @@ static int held_cmp_key(const void *a, const void *b)
         return c;
     if (x->refused != y->refused)
         return x->refused > y->refused ? -1 : 1;
-    return strcmp(x->pool, y->pool);
+    return 0;
 }
 
 static int held_cmp_first_seen(const void *a, const void *b)
@@ -486,7 +461,7 @@ static void held_merge(held_entry_t *a, const held_entry_t *b)
     if (b->held_ms > a->held_ms) {
         a->held_ms = b->held_ms;
         a->status = b->status;
-        a->pool_hash = b->pool_hash;    /* a refusal's: its latest request's pool */
+        memcpy(a->pool, b->pool, sizeof a->pool);  /* its latest hold's */
         memcpy(a->reason, b->reason, sizeof a->reason);
     }
     if (b->last_seen_ms > a->last_seen_ms)
@@ -500,19 +475,17 @@ static uint64_t held_latest_event(const held_entry_t *e)
     return e->held_ms > e->admitted_ms ? e->held_ms : e->admitted_ms;
 }
 
-/* One node may have an entry in each part: a hold by the verdict (by
- * address and pool) and a refusal by an admission policy (by address),
- * such as a held node whose token was then rotated out (403 since), or
- * one held UnknownMachine until its Machine showed and then OutOfSkew.
- * They are one node when the refusal's latest request asked for the
- * hold's pool (pool_hash); then what it got last is the entry with the
- * later event, and the other, left in, would be listed and counted for
- * what the node no longer gets (issue 20.3: the latest event wins), so it
- * goes from the view; on a tie (one admission ends both) the hold stays,
- * which names the pool. A refusal for another pool is another node behind
- * the same address (NAT) and drops nothing, as holds of two pools do not.
- * v sorted by held_cmp_key (a refusal first in its address's run);
- * returns the entries kept, in order. */
+/* One node may have an entry in each part: a hold by the verdict and a
+ * refusal by an admission policy, both by address, such as a held node
+ * whose token was then rotated out (403 since), or one held
+ * UnknownMachine until its Machine showed and then OutOfSkew. A node is
+ * its address (DESIGN 1.9), whatever pools its requests named: what it
+ * got last is the entry with the later event, and the other, left in,
+ * would be listed and counted for what the node no longer gets (issue
+ * 20.3: the latest event wins), so it goes from the view; on a tie (one
+ * admission ends both) the hold stays, which names the pool. v merged
+ * (one entry per part and address) and sorted by held_cmp_key (a refusal
+ * first in its address's run); returns the entries kept, in order. */
 static size_t held_drop_superseded(held_entry_t *v, size_t n)
 {
     size_t kept = 0;
@@ -524,7 +497,7 @@ static size_t held_drop_superseded(held_entry_t *v, size_t n)
         for (size_t k = i; k < end; k++) {
             if (v[k].refused)
                 refusal = &v[k];
-            else if (refusal && held_pool_hash(v[k].pool) == refusal->pool_hash)
+            else if (refusal)
                 hold = &v[k];
         }
         /* Admitted both: by one admission (each part's written after its

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One node, two kinds of answer (found in review): the held table keeps a
-# verdict's hold by address and pool and an admission policy's refusal by
-# address alone, and each entry used to count on its own. So a node held
+# verdict's hold and an admission policy's refusal in two parts, both by
+# address, and each entry used to count on its own. So a node held
 # (503 OutOfSkew) whose token was then rotated out (403 TokenInvalid from
 # then on: Ignition fails at once) was still counted held by /held,
 # skewgate_held_clients and `skewgate status` until held.forget_after, and

@@ -137,21 +137,57 @@ Test(held, an_admission_after_a_denial_is_not_an_admission_after_a_hold)
     held_table_destroy(&b);
 }
 
-Test(held, address_and_pool_are_the_key)
+/* A node is its address (DESIGN 1.9, issue 26): the pool its latest
+ * request asked for is an attribute, not part of the key. */
+Test(held, the_address_is_the_key_and_the_pool_an_attribute)
 {
     held_table_t t;
     cr_assert_eq(held_table_init(&t, 16, 15 * MIN), 0);
     struct sockaddr_storage a = v4("10.0.0.7"), b = v6("fd00::7");
     held_client_t aw = client(&a, "worker"), am = client(&a, "master"), bw = client(&b, "worker");
     held_record(&t, &aw, "OutOfSkew", HELD_STATUS, T0);
-    held_record(&t, &am, "OutOfSkew", HELD_STATUS, T0);
+    held_record(&t, &am, "OutOfSkew", HELD_STATUS, T0 + 1);
     held_record(&t, &bw, "OutOfSkew", HELD_STATUS, T0);
     held_table_t *all[] = {&t};
-    held_view_t v = collect(all, 1, T0);
-    cr_assert_eq(v.n, 3);
-    cr_assert_not_null(find(&v, "10.0.0.7", "worker"));
-    cr_assert_not_null(find(&v, "10.0.0.7", "master"));
+    held_view_t v = collect(all, 1, T0 + 2);
+    cr_assert_eq(v.n, 2);
+    cr_assert_null(find(&v, "10.0.0.7", "worker"), "the pool is the latest request's");
+    const held_entry_t *e = find(&v, "10.0.0.7", "master");
+    cr_assert_not_null(e);
+    cr_assert_eq(e->attempts, 2);
+    cr_assert_eq(e->first_seen_ms, T0);
     cr_assert_not_null(find(&v, "fd00::7", "worker"));
+    held_view_release(&v);
+    held_table_destroy(&t);
+}
+
+/* Issue 26 (found in review): made-up pools, the last segment of a path
+ * any client chooses, filled the held part when it was keyed by address
+ * and pool: 542 addresses x 8 pools take the default 4096, and a real
+ * node held after them was not recorded. By address, they are 542. */
+Test(held, made_up_pools_cannot_fill_the_table)
+{
+    held_table_t t;
+    cr_assert_eq(held_table_init(&t, 4096, 15 * MIN), 0);
+    char ip[32], pool[32];
+    for (int i = 0; i < 542; i++) {
+        snprintf(ip, sizeof ip, "10.5.%d.%d", i / 250, i % 250 + 1);
+        struct sockaddr_storage a = v4(ip);
+        for (int k = 0; k < 8; k++) {
+            snprintf(pool, sizeof pool, "made-up-%d", k);
+            held_client_t c = client(&a, pool);
+            held_record(&t, &c, "OutOfSkew", HELD_STATUS, T0 + (uint64_t)k);
+        }
+    }
+    struct sockaddr_storage real = v4("10.6.0.1");
+    held_client_t cr = client(&real, "worker");
+    held_record(&t, &cr, "OutOfSkew", HELD_STATUS, T0 + 10);
+    held_table_t *all[] = {&t};
+    held_view_t v = collect(all, 1, T0 + 11);
+    cr_expect_not_null(find(&v, "10.6.0.1", "worker"), "the real node held after the made-up pools is not recorded");
+    cr_expect_eq(v.overflow, 0, "%llu not recorded", (unsigned long long)v.overflow);
+    cr_expect_eq(v.n, 543, "%zu entries", v.n);
+    cr_expect_eq(v.n_held, 543);
     held_view_release(&v);
     held_table_destroy(&t);
 }
@@ -621,40 +657,49 @@ Test(held, an_address_hold_and_refusal_count_by_the_later_one)
     held_table_destroy(&b);
 }
 
-/* Holds of one address for two pools are two nodes behind one address
- * (NAT): neither drops the other. */
-Test(held, pools_of_one_address_stay_apart)
+/* Holds of one address for two pools are one node (issue 26; they were
+ * two, as NAT neighbours), whichever worker saw each: listed once, with
+ * the pool of its latest hold. */
+Test(held, holds_of_one_address_for_two_pools_are_one_node)
 {
-    held_table_t a;
+    held_table_t a, b;
     cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
-    held_table_t *all[] = {&a};
+    cr_assert_eq(held_table_init(&b, 8, 15 * MIN), 0);
+    held_table_t *ab[] = {&a, &b}, *ba[] = {&b, &a};
     struct sockaddr_storage x = v4("10.0.0.5");
     held_client_t w = client(&x, "worker"), i = client(&x, "infra");
     held_record(&a, &w, "OutOfSkew", HELD_STATUS, T0);
-    held_record(&a, &i, "OutOfSkew", HELD_STATUS, T0 + 1000);
-    held_view_t v = collect(all, 1, T0 + 2000);
-    cr_expect_eq(v.n, 2);
-    cr_expect_eq(v.n_held, 2);
-    held_view_release(&v);
+    held_record(&b, &i, "OutOfSkew", HELD_STATUS, T0 + 1000);
+    held_record(&a, &w, "OutOfSkew", HELD_STATUS, T0 + 2000);
+    held_record(&b, &i, "OutOfSkew", HELD_STATUS, T0 + 3000);
+    for (int order = 0; order < 2; order++) {
+        held_view_t v = collect(order ? ba : ab, 2, T0 + 4000);
+        cr_expect_eq(v.n, 1);
+        cr_expect_eq(v.n_held, 1);
+        cr_expect_not_null(find(&v, "10.0.0.5", "infra"), "the latest hold's pool");
+        cr_expect_eq(v.entries[0].attempts, 4);
+        held_view_release(&v);
+    }
     held_table_destroy(&a);
+    held_table_destroy(&b);
 }
 
-/* Two nodes behind one address (NAT): A (pool worker) is held and
- * retrying; B, asking for another pool, is refused 403 by a policy (found
- * in review). B's later refusal dropped A's hold from the view, so /held
- * and skewgate_held_clients said nobody was held while A was. */
-Test(held, a_nat_neighbours_refusal_does_not_hide_a_held_node)
+/* A hold and a later refusal of one address for another pool are one
+ * node (issue 26; the refusal was a NAT neighbour's and hid nothing): the
+ * later event counts, it is denied, not held. */
+Test(held, a_refusal_for_another_pool_supersedes_an_earlier_hold)
 {
     held_table_t a;
     cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
     held_table_t *all[] = {&a};
     struct sockaddr_storage x = v4("10.0.0.7");
-    held_client_t node_a = client(&x, "worker"), node_b = client(&x, "infra");
-    held_record(&a, &node_a, "OutOfSkew", HELD_STATUS, T0);
-    held_record_refusal(&a, &node_b, "TokenInvalid", 403, T0 + 1000);
+    held_client_t w = client(&x, "worker"), i = client(&x, "infra");
+    held_record(&a, &w, "OutOfSkew", HELD_STATUS, T0);
+    held_record_refusal(&a, &i, "TokenInvalid", 403, T0 + 1000);
     held_view_t v = collect(all, 1, T0 + 1500);
-    cr_expect_eq(v.n_held, 1, "node A, held and retrying, is not counted held");
-    cr_expect_not_null(find(&v, "10.0.0.7", "worker"), "node A's hold is gone from /held");
+    cr_expect_eq(v.n, 1);
+    cr_expect_eq(v.n_held, 0);
+    cr_expect_null(find(&v, "10.0.0.7", "worker"), "the hold the refusal came after is listed");
     held_view_release(&v);
     held_table_destroy(&a);
 }
@@ -681,8 +726,9 @@ Test(held, one_admitted_node_is_listed_once)
     held_table_destroy(&a);
 }
 
-/* A pool name longer than an entry keeps is told by what it keeps: the
- * refusal of a long pool's node supersedes that node's hold. */
+/* A pool name longer than an entry keeps: the refusal of a long pool's
+ * node supersedes that node's hold, and its held entry keeps the first
+ * HELD_POOL_LEN - 1 bytes. */
 Test(held, a_long_pool_name_is_matched_by_what_the_entry_keeps)
 {
     held_table_t a;
@@ -694,22 +740,26 @@ Test(held, a_long_pool_name_is_matched_by_what_the_entry_keeps)
     pool[sizeof pool - 1] = '\0';
     held_client_t c = client(&x, pool);
     held_record(&a, &c, "OutOfSkew", HELD_STATUS, T0);
+    held_record(&a, &c, "OutOfSkew", HELD_STATUS, T0 + 500);
+    held_view_t v = collect(all, 1, T0 + 600);
+    cr_expect_eq(v.n, 1);
+    cr_expect_eq(strlen(v.entries[0].pool), HELD_POOL_LEN - 1);
+    held_view_release(&v);
     held_record_refusal(&a, &c, "TokenInvalid", 403, T0 + 1000);
-    held_view_t v = collect(all, 1, T0 + 2000);
+    v = collect(all, 1, T0 + 2000);
     cr_expect_eq(v.n, 1, "%zu entries", v.n);
     cr_expect_eq(v.n_held, 0);
     held_view_release(&v);
     held_table_destroy(&a);
 }
 
-/* A refusal seen by two workers is merged into one entry, which kept the
- * pool_hash of whichever copy sorted first, not of the latest refused
- * request (found in review). Address X: node A (pool worker) refused at T0 on
- * worker a, then held OutOfSkew at T0+1000; its NAT neighbour (pool infra)
- * refused at T0+2000 on worker b. Address Y: the same with the workers
- * swapped. The latest refusal is the neighbour's in both, so both holds
- * must stay listed and counted. */
-Test(held, a_merged_refusal_keeps_the_pool_of_its_latest_request)
+/* A refusal seen by two workers is merged into one entry. Address X:
+ * refused (pool worker) at T0 on worker a, then held OutOfSkew at
+ * T0+1000, then refused for another pool (infra) at T0+2000 on worker b.
+ * Address Y: the same with the workers swapped. A node is its address
+ * (issue 26; the infra refusal was a NAT neighbour's and both holds
+ * stayed): the latest event is the refusal, so neither is held. */
+Test(held, a_merged_refusal_later_than_the_hold_supersedes_it_whatever_pool)
 {
     held_table_t a, b;
     cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
@@ -725,20 +775,19 @@ Test(held, a_merged_refusal_keeps_the_pool_of_its_latest_request)
     held_record(&b, &yw, "OutOfSkew", HELD_STATUS, T0 + 1000);
     held_record_refusal(&a, &yi, "TokenInvalid", 403, T0 + 2000);
     held_view_t v = collect(all, 2, T0 + 3000);
-    cr_expect_not_null(find(&v, "10.0.1.1", "worker"),
-                       "X: node A's hold was dropped by a refusal whose latest request was its neighbour's");
-    cr_expect_not_null(find(&v, "10.0.1.2", "worker"),
-                       "Y: node A's hold was dropped by a refusal whose latest request was its neighbour's");
-    cr_expect_eq(v.n_held, 2, "held nodes counted: %zu", v.n_held);
+    cr_expect_null(find(&v, "10.0.1.1", "worker"), "X: a hold a later refusal superseded is listed");
+    cr_expect_null(find(&v, "10.0.1.2", "worker"), "Y: a hold a later refusal superseded is listed");
+    cr_expect_eq(v.n, 2, "%zu entries", v.n);
+    cr_expect_eq(v.n_held, 0, "held nodes counted: %zu", v.n_held);
     held_view_release(&v);
     held_table_destroy(&a);
     held_table_destroy(&b);
 }
 
-/* The same merge, the other way: node A held at T0+1000, refused (token
- * rotated out, pool worker) at T0+2000 on the other worker; a NAT
- * neighbour's older refusal (pool infra, T0) sits on the first. The latest
- * refusal is A's own, later than its hold: A is denied, not held. */
+/* The same merge, the other way: held at T0+1000, refused (token rotated
+ * out, pool worker) at T0+2000 on the other worker; an older refusal
+ * (pool infra, T0) sits on the first. The latest refusal is later than
+ * the hold: denied, not held. */
 Test(held, a_merged_refusal_of_the_holds_pool_supersedes_it_whichever_worker)
 {
     held_table_t a, b;
@@ -790,10 +839,11 @@ Test(held, one_admission_after_a_refusal_on_a_worker_ahead_keeps_the_hold)
     held_table_destroy(&b);
 }
 
-/* An admission for another pool is a NAT neighbour's: it does not end a
- * refusal whose latest request asked for this pool, nor count as an
- * admission after that (UnknownMachine) hold. */
-Test(held, a_neighbours_admission_does_not_end_a_refusal)
+/* An admission of the address ends its refusal and its hold whatever
+ * pool each asked for (issue 26; one for another pool was a NAT
+ * neighbour's and ended neither), and counts as an admission after that
+ * (UnknownMachine) hold. */
+Test(held, an_admission_for_another_pool_ends_the_addresss_refusal_and_hold)
 {
     held_table_t a;
     cr_assert_eq(held_table_init(&a, 8, 15 * MIN), 0);
@@ -802,15 +852,16 @@ Test(held, a_neighbours_admission_does_not_end_a_refusal)
     struct sockaddr_storage x = v4("10.0.4.1");
     held_client_t w = client(&x, "worker"), i = client(&x, "infra");
     held_record_refusal(&a, &w, "UnknownMachine", HELD_STATUS, T0);
-    cr_expect_not(held_admit(&a, peers, 1, &i, T0 + 1000), "another pool's admission ended the refusal");
+    cr_expect(held_admit(&a, peers, 1, &i, T0 + 1000), "another pool's admission did not end the refusal");
     held_view_t v = collect(all, 1, T0 + 2000);
-    cr_expect_eq(v.n_held, 1);
-    cr_expect_eq(v.admitted_after_hold, 0);
-    held_view_release(&v);
-    cr_expect(held_admit(&a, peers, 1, &w, T0 + 3000), "its own pool's admission did not end it");
-    v = collect(all, 1, T0 + 4000);
     cr_expect_eq(v.n_held, 0);
     cr_expect_eq(v.admitted_after_hold, 1);
+    held_view_release(&v);
+    held_record(&a, &w, "OutOfSkew", HELD_STATUS, T0 + 3000);
+    cr_expect(held_admit(&a, peers, 1, &i, T0 + 4000), "another pool's admission did not end the hold");
+    v = collect(all, 1, T0 + 5000);
+    cr_expect_eq(v.n_held, 0);
+    cr_expect_eq(v.admitted_after_hold, 2);
     held_view_release(&v);
     held_table_destroy(&a);
 }
