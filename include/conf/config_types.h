@@ -24,6 +24,10 @@
 #define CONFIG_MAX_REDIRECT_PORTS 16
 #define CONFIG_MAX_TRUSTED_PROXIES 64
 #define CONFIG_MAX_TOKEN_FILES 8
+/* held.pools: the pools skewgate_held_clients names; each as an entry
+ * keeps it (proxy/held.h HELD_POOL_LEN). */
+#define CONFIG_MAX_HELD_POOLS 32
+#define CONFIG_HELD_POOL_LEN 64
 /* The kernel's limit on an nftables table name (NFT_TABLE_MAXNAMELEN less the NUL). */
 #define CONFIG_REDIRECT_TABLE_MAX 255
 /* The MCS ports nodes dial (DESIGN 1.3): what the redirect takes by default. */
@@ -185,6 +189,12 @@ typedef struct config_redirect {
 typedef struct config_held {
     uint32_t max_clients;       /* default 4096, split across workers */
     uint64_t forget_after_ms;   /* default 15m of silence */
+    /* The pools that exist, the only ones skewgate_held_clients names (a
+     * request's pool is the client's word; any other counts as "other"),
+     * until the gate watches MachineConfigPools. Default master, worker;
+     * live: read at each scrape. */
+    char pools[CONFIG_MAX_HELD_POOLS][CONFIG_HELD_POOL_LEN];
+    size_t n_pools;
 } config_held_t;
 
 /* Admission policies (DESIGN 1.7): off by default, judged before the

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conf/config_types.h"
 #include "proxy/held.h"
 #include "proxy/pace.h"
 #include "proxy/reason.h"
@@ -103,6 +104,9 @@ typedef struct metrics_gate {
     double source_last_sync;        /* Unix seconds, 0 = never */
     uint64_t source_reconnects;
     const held_view_t *held;        /* the merged held table; NULL: not rendered */
+    /* The configuration's held section, whose pools (held.pools) are the
+     * only ones skewgate_held_clients names; NULL: none, all "other". */
+    const config_held_t *held_config;
     uint64_t reloads_success, reloads_failure;  /* SIGHUP reloads taken and refused */
     /* The admission.machines watch (machines_health_t); not rendered when
      * the policy is off. */
@@ -111,6 +115,11 @@ typedef struct metrics_gate {
     double machines_last_list;      /* Unix seconds, 0 = not every collection listed since it started */
     const pace_stats_t *pace;       /* the line's counts; NULL: pacing is off, not rendered */
 } metrics_gate_t;
+
+/* The work the latest rendering of skewgate_held_clients did: pool
+ * compares and series probes (for tests: linear in the entries). Written
+ * by the rendering thread only. */
+extern uint64_t metrics_held_steps;
 
 /* The Prometheus text exposition (format 0.0.4) of the sum over workers[]
  * and of g; malloc'ed, NUL-terminated, *len without the NUL. NULL when

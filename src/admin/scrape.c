@@ -60,6 +60,7 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
         .source_last_sync = verdict_ctl_last_sync(s->ctl),
         .source_reconnects = verdict_ctl_reconnects(s->ctl),
         .held = &held,
+        .held_config = s->cfg && *s->cfg ? &(*s->cfg)->held : NULL,
         .reloads_success = s->reloads ? s->reloads->success : 0,
         .reloads_failure = s->reloads ? s->reloads->failure : 0,
         .machines_on = watch != NULL,

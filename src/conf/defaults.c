@@ -47,7 +47,8 @@ int config_set_defaults(loader_t *ld, config_t *cfg)
     config_parse_addr("127.0.0.1:22625", &cfg->admin.addr);
     cfg->metrics.enabled = false;
     config_parse_addr("127.0.0.1:22646", &cfg->metrics.addr);
-    cfg->held = (config_held_t){.max_clients = 4096, .forget_after_ms = 15 * 60000};
+    cfg->held = (config_held_t){
+        .max_clients = 4096, .forget_after_ms = 15 * 60000, .pools = {"master", "worker"}, .n_pools = 2};
     cfg->log = (config_log_t){.level = LOG_INFO, .access = true};
     cfg->admission.machines.page_size = 100;
     cfg->coalesce = (config_coalesce_t){.enabled = true, .max_body = 16u << 20, .max_followers = 1000,

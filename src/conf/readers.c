@@ -319,3 +319,33 @@ int conf_read_token_files(loader_t *ld, const ynode_t *node, const field_t *f, v
     }
     return 0;
 }
+
+int conf_read_held_pools(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    config_held_t *h = dst;
+    if (node->kind != YNODE_SEQ)
+        return schema_fail_expected(ld, node, "a list of pool names");
+    if (node->n > CONFIG_MAX_HELD_POOLS)
+        return schema_fail(ld, node->items[CONFIG_MAX_HELD_POOLS], ld->path, "at most %d pools",
+                           CONFIG_MAX_HELD_POOLS);
+    h->n_pools = 0;
+    for (size_t i = 0; i < node->n; i++) {
+        size_t saved = schema_path_push_index(ld, i);
+        const char *s = schema_string_text(ld, node->items[i]);
+        if (!s)
+            return -1;
+        if (!is_dns_subdomain(s) || strlen(s) >= CONFIG_HELD_POOL_LEN)
+            return schema_fail(ld, node->items[i], ld->path,
+                               "invalid pool name \"%s\": expected a MachineConfigPool's name (lowercase letters, "
+                               "digits, '-' and '.'), at most %d bytes", s, CONFIG_HELD_POOL_LEN - 1);
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(h->pools[j], s))
+                return schema_fail(ld, node->items[i], ld->path, "\"%s\" is already held.pools[%zu]", s, j);
+        memset(h->pools[i], 0, sizeof h->pools[i]);
+        memcpy(h->pools[i], s, strlen(s));
+        h->n_pools = i + 1;
+        schema_path_pop(ld, saved);
+    }
+    return 0;
+}

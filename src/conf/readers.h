@@ -32,6 +32,9 @@ int conf_read_groups(loader_t *ld, const ynode_t *node, const field_t *f, void *
 /* listeners[].trusted_proxies into a config_listener_t: 1..64 CIDRs. */
 int conf_read_trusted_proxies(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
 /* admission.token.files into a config_admission_token_t: 1..8 paths. */
+/* held.pools: 0..CONFIG_MAX_HELD_POOLS distinct object names of at most
+ * CONFIG_HELD_POOL_LEN - 1 bytes; dst is the config_held_t. */
+int conf_read_held_pools(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
 int conf_read_token_files(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
 
 #endif

@@ -245,6 +245,7 @@ static const schema_t metrics_schema = SCHEMA(metrics_fields);
 static const field_t held_fields[] = {
     {"max_clients", schema_read_count, offsetof(config_held_t, max_clients), &held_count},
     {"forget_after", schema_read_duration, offsetof(config_held_t, forget_after_ms), &positive_duration},
+    {"pools", conf_read_held_pools, 0, NULL},
 };
 static const schema_t held_schema = SCHEMA(held_fields);
 

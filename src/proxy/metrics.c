@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "proxy/metrics.h"
 
 const double metrics_bucket_bounds[METRICS_N_BUCKETS] = {
@@ -335,39 +336,97 @@ static void metrics_render_machines(FILE *f, const metrics_gate_t *g)
     fprintf(f, "skewgate_machines_watch_last_list_timestamp_seconds %.3f\n", g->machines_last_list);
 }
 
-/* The held clients, counted by pool and reason (the entries come sorted
- * by first seen, so the pairs are gathered here). */
-static int metrics_render_held(FILE *f, const held_view_t *h)
+uint64_t metrics_held_steps;
+
+/* One skewgate_held_clients series: a pool of held.pools (its index; the
+ * count of them for "other") and a reason. */
+typedef struct metrics_held_series {
+    uint32_t pool;
+    const char *reason;         /* in the view's entry; NULL: a free slot */
+    uint64_t n;
+} metrics_held_series_t;
+
+/* A held entry's pool as a label: its index in held.pools, or n_pools
+ * ("other"): a request's pool is the client's word, so only pools that
+ * exist are named. At most CONFIG_MAX_HELD_POOLS compares. */
+static uint32_t metrics_held_pool(const config_held_t *c, const char *pool)
 {
-    typedef struct {
-        const char *pool, *reason;
-        uint64_t n;
-    } held_series_t;
-    held_series_t *series = malloc((h->n ? h->n : 1) * sizeof *series);
-    if (!series)
+    size_t n = c ? c->n_pools : 0;
+    for (size_t k = 0; k < n; k++) {
+        metrics_held_steps++;
+        if (!strncmp(c->pools[k], pool, CONFIG_HELD_POOL_LEN))
+            return (uint32_t)k;
+    }
+    return (uint32_t)n;
+}
+
+static uint64_t metrics_held_hash(uint32_t pool, const char *reason)
+{
+    uint64_t h = 14695981039346656037ull ^ pool;
+    for (const unsigned char *p = (const unsigned char *)reason; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return hash_mix64(h);
+}
+
+static int metrics_held_series_cmp(const void *a, const void *b)
+{
+    const metrics_held_series_t *x = a, *y = b;
+    if (x->pool != y->pool)
+        return x->pool < y->pool ? -1 : 1;
+    return strcmp(x->reason, y->reason);
+}
+
+/* The held clients, counted by pool and reason in one pass: each entry
+ * costs its pool's lookup among held.pools and a probe of a hash table
+ * of the series at most half full (linear in the entries; it compared
+ * each with every series found so far, quadratic with made-up pools:
+ * 2.9 s at 32,768 entries). The series are then sorted, pools in
+ * held.pools's order, "other" last. */
+static int metrics_render_held(FILE *f, const held_view_t *h, const config_held_t *pools)
+{
+    size_t cap = 2;
+    while (cap < 2 * h->n + 2)
+        cap *= 2;
+    metrics_held_series_t *table = calloc(cap, sizeof *table);
+    if (!table)
         return -1;
+    metrics_held_steps = 0;
     size_t n_series = 0;
     for (size_t i = 0; i < h->n; i++) {
         const held_entry_t *e = &h->entries[i];
         if (!held_now(e))
             continue;
-        size_t k = 0;
-        while (k < n_series && (strcmp(series[k].pool, e->pool) || strcmp(series[k].reason, e->reason)))
-            k++;
-        if (k == n_series)
-            series[n_series++] = (held_series_t){e->pool, e->reason, 0};
-        series[k].n++;
+        uint32_t pool = metrics_held_pool(pools, e->pool);
+        size_t k = (size_t)metrics_held_hash(pool, e->reason) & (cap - 1);
+        for (;; k = (k + 1) & (cap - 1)) {
+            metrics_held_steps++;
+            metrics_held_series_t *s = &table[k];
+            if (!s->reason) {
+                *s = (metrics_held_series_t){pool, e->reason, 0};
+                n_series++;
+            } else if (s->pool != pool || strcmp(s->reason, e->reason)) {
+                continue;
+            }
+            s->n++;
+            break;
+        }
     }
+    size_t kept = 0;
+    for (size_t k = 0; k < cap; k++)
+        if (table[k].reason)
+            table[kept++] = table[k];
+    qsort(table, kept, sizeof *table, metrics_held_series_cmp);
     metrics_head(f, "skewgate_held_clients", "gauge",
-                 "Clients the gate holds now (answered 503, retrying; not admitted since nor forgotten), by pool and reason.");
+                 "Clients the gate holds now (answered 503, retrying; not admitted since nor forgotten), by pool "
+                 "(held.pools, the rest as \"other\") and reason.");
     for (size_t k = 0; k < n_series; k++) {
         fputs("skewgate_held_clients{pool=\"", f);
-        metrics_put_label(f, series[k].pool);
+        metrics_put_label(f, pools && table[k].pool < pools->n_pools ? pools->pools[table[k].pool] : "other");
         fputs("\",reason=\"", f);
-        metrics_put_label(f, series[k].reason);
-        fprintf(f, "\"} %" PRIu64 "\n", series[k].n);
+        metrics_put_label(f, table[k].reason);
+        fprintf(f, "\"} %" PRIu64 "\n", table[k].n);
     }
-    free(series);
+    free(table);
     metrics_render_value(f, "skewgate_admitted_after_hold_total", "counter",
                          "Held clients that later got their config, whole.", h->admitted_after_hold);
     metrics_render_value(f, "skewgate_held_overflow_total", "counter",
@@ -408,7 +467,7 @@ char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, c
         metrics_render_machines(f, g);
     if (g->pace)
         metrics_render_pace(f, g->pace);
-    if (g->held && metrics_render_held(f, g->held) < 0)
+    if (g->held && metrics_render_held(f, g->held, g->held_config) < 0)
         rc = -1;
     if (ferror(f))
         rc = -1;

@@ -163,6 +163,7 @@ Test(config, reference_config_matches_defaults)
     cr_expect_eq(memcmp(&ref->metrics.addr, &def->metrics.addr, sizeof def->metrics.addr), 0);
     cr_expect_eq(ref->workers, def->workers);
     cr_expect_eq(memcmp(&ref->coalesce, &def->coalesce, sizeof def->coalesce), 0);
+    cr_expect_eq(memcmp(&ref->held, &def->held, sizeof def->held), 0);
     config_free(ref);
     config_free(tls_listener);
     config_free(def);
@@ -366,6 +367,35 @@ Test(config, admin_socket_and_token_file)
     snprintf(text, sizeof text, MINIMAL "admin:\n  socket: /%0120d\n", 0);
     expect_error(text, "t.yaml:4:11: admin.socket: a unix socket path is at most 107 bytes (after resolving it "
                        "against the configuration's directory)");
+}
+
+/* held.pools: the pools skewgate_held_clients names (issue 26). */
+Test(config, held_pools_default_override_and_bad_values)
+{
+    config_t *cfg = parse_ok(MINIMAL);
+    cr_assert_eq(cfg->held.n_pools, 2);
+    cr_expect_str_eq(cfg->held.pools[0], "master");
+    cr_expect_str_eq(cfg->held.pools[1], "worker");
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "held:\n  pools: [infra, worker-gpu.a]\n");
+    cr_assert_eq(cfg->held.n_pools, 2);
+    cr_expect_str_eq(cfg->held.pools[0], "infra");
+    cr_expect_str_eq(cfg->held.pools[1], "worker-gpu.a");
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "held:\n  pools: []\n");
+    cr_expect_eq(cfg->held.n_pools, 0);
+    config_free(cfg);
+    expect_error(MINIMAL "held:\n  pools: [worker, Worker]\n",
+                 "t.yaml:4:19: held.pools[1]: invalid pool name \"Worker\": expected a MachineConfigPool's name "
+                 "(lowercase letters, digits, '-' and '.'), at most 63 bytes");
+    expect_error(MINIMAL "held:\n  pools: [worker, worker]\n",
+                 "t.yaml:4:19: held.pools[1]: \"worker\" is already held.pools[0]");
+    char text[512];
+    snprintf(text, sizeof text, MINIMAL "held:\n  pools: [p%063d]\n", 0);
+    config_t *long_name = parse(text);
+    cr_expect_null(long_name, "a 64-byte pool name taken");
+    config_free(long_name);
+    expect_error(MINIMAL "held:\n  pools: worker\n", "t.yaml:4:10: held.pools: expected a list of pool names, got a string");
 }
 
 /* Read-only, so unlike the admin API it may bind a node address. */
