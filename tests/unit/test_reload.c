@@ -219,3 +219,13 @@ Test(reload, a_configuration_lives_until_its_last_holder_lets_go)
     config_unref(cfg);   /* freed: ASan would see a leak or a double free otherwise */
     config_unref(NULL);
 }
+
+/* held.pools is live (issue 26): skewgate_held_clients reads it at each
+ * scrape; the held tables' size and timing are not. */
+Test(reload, held_pools_are_live)
+{
+    expect_restart("", "held:\n  pools: [infra]\n", NULL);
+    expect_restart("held:\n  pools: [master, worker]\n", "held:\n  pools: []\n", NULL);
+    expect_restart("held:\n  pools: [infra]\n", "held:\n  pools: [infra]\n  max_clients: 8\n",
+                   "held.max_clients needs a restart (4096 -> 8)");
+}
