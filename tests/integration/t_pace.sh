@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Pacing a scale-up (issue 26): 50 nodes (127.1.0.1..50) ask at once with
 # pace.max_joining 10: exactly 10 are admitted, 40 held (503, Skewgate-
-# Reason: Paced), shown in /held's line in order and in the metrics.
+# Reason: Paced), shown in line order in /held, skewgate status and the
+# status page (headless Chromium), and counted in the metrics.
 # Their slots free at join_timeout (here 6 s: the file
 # source shows no Node joining), and the next 10 of the line, in the order
 # they were first paced, are admitted, though the last of the line retries
@@ -42,6 +43,13 @@ PY
 "$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" >"$TMP/status.txt" || true
 grep -q '^Pacing: *10 joining, 40 waiting' "$TMP/status.txt" || fail "status: $(cat "$TMP/status.txt")"
 grep -qE '^ +1\. 127\.1\.0\.11 +worker +waited' "$TMP/status.txt" || fail "status's line: $(grep -A3 Pacing "$TMP/status.txt")"
+timeout 60 chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
+  --user-data-dir="$TMP/chromium" --virtual-time-budget=4000 --dump-dom "http://$ADMIN_ADDR/" \
+  >"$TMP/dom.html" 2>"$TMP/chromium.log" || fail "chromium: $(tail -3 "$TMP/chromium.log")"
+grep -q '<section id="pace">' "$TMP/dom.html" || fail "the status page hides the line"
+# (a wave may have been admitted meanwhile: the head is 11, 21 or 31)
+grep -qE '<tr><td class="num">1</td><td>127\.1\.0\.[123]1</td><td>worker</td>' "$TMP/dom.html" ||
+  fail "the status page's line: $(grep -o '<tbody id="pacerows">.\{0,300\}' "$TMP/dom.html")"
 metrics=$(curl -sf "http://$ADMIN_ADDR/metrics")
 grep -qx 'skewgate_pace_joining 10' <<<"$metrics" || fail "skewgate_pace_joining: $(grep pace_ <<<"$metrics")"
 grep -qx 'skewgate_pace_waiting 40' <<<"$metrics" || fail "skewgate_pace_waiting"

@@ -51,6 +51,7 @@ grep -q '<tr><td>127.0.0.2</td><td>worker</td>' "$TMP/dom.html" || fail "no row 
 grep -q '<tr><td>127.0.0.3</td><td>worker</td>' "$TMP/dom.html" || fail "no row for 127.0.0.3"
 grep -q '<span id="heldcount">2</span>' "$TMP/dom.html" || fail "held count"
 grep -q '<dd id="machines" hidden=""></dd>' "$TMP/dom.html" || fail "a machines watch row with admission.machines off"
+grep -q '<section id="pace" hidden="">' "$TMP/dom.html" || fail "a pacing section with pace.enabled off"
 grep -q '<td>requests rejected</td><td class="num">2</td>' "$TMP/dom.html" || fail "counters: $(grep -o '<tbody id="counterrows">.*</tbody>' "$TMP/dom.html")"
 note "markup in a User-Agent is shown as text, never run"
 grep -qF "<td>Ignition/2.14.0 &lt;script&gt;document.title='pwned'&lt;/script&gt;</td>" "$TMP/dom.html" ||
