@@ -87,6 +87,7 @@ typedef struct pace_waiter {
 
 typedef struct pace_stats {
     uint32_t joining, waiting, present;
+    uint64_t longest_wait_ms;       /* of the nodes present in line (the first of them); 0: none */
     uint64_t admitted_total, timed_out_total, unrecorded_total;
 } pace_stats_t;
 

@@ -446,6 +446,9 @@ static void metrics_render_pace(FILE *f, const pace_stats_t *p)
                          p->admitted_total);
     metrics_render_value(f, "skewgate_pace_join_timeouts_total", "counter",
                          "Joining nodes whose slot freed at pace.join_timeout.", p->timed_out_total);
+    metrics_render_value(f, "skewgate_pace_longest_wait_seconds", "gauge",
+                         "How long the first node of the pacing line (of those still asking) has waited.",
+                         p->longest_wait_ms / 1000);
 }
 
 char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, const metrics_gate_t *g,

@@ -271,6 +271,8 @@ size_t pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, pa
                             .timed_out_total = r->timed_out_total, .unrecorded_total = r->unrecorded_total};
     for (const pace_node_t *w = r->line.head; w; w = w->next) {
         bool present = pace_present(w, cfg, now_ms);
+        if (present && !stats->present)
+            stats->longest_wait_ms = now_ms - w->first_ms;
         stats->present += present;
         if (k == max)
             continue;

@@ -45,7 +45,7 @@ note "each alert has a severity, summary, description and a runbook_url anchor i
 ALERTS=$(python3 - "$TMP/skewgate.rules.yaml" <<'PY'
 import sys, yaml
 want = {"SkewgateNodesHeld": "#nodes-held", "SkewgateSourceStale": "#source-stale",
-        "SkewgateMachinesWatchNotSynced": "#machines-watch",
+        "SkewgateMachinesWatchNotSynced": "#machines-watch", "SkewgatePacedNodeWaiting": "#paced-node-waiting",
         "SkewgateEnforcementNone": "#enforcement-none", "SkewgateUpstreamErrors": "#upstream-errors",
         "SkewgateConfigReloadFailed": "#reload-failed", "SkewgateDown": "#gate-down"}
 rules = [r for g in yaml.safe_load(open(sys.argv[1]))["groups"] for r in g["rules"]]

@@ -54,6 +54,7 @@ metrics=$(curl -sf "http://$ADMIN_ADDR/metrics")
 grep -qx 'skewgate_pace_joining 10' <<<"$metrics" || fail "skewgate_pace_joining: $(grep pace_ <<<"$metrics")"
 grep -qx 'skewgate_pace_waiting 40' <<<"$metrics" || fail "skewgate_pace_waiting"
 grep -qx 'skewgate_pace_admitted_total 10' <<<"$metrics" || fail "skewgate_pace_admitted_total"
+grep -qE '^skewgate_pace_longest_wait_seconds [0-9]+$' <<<"$metrics" || fail "skewgate_pace_longest_wait_seconds"
 promtool check metrics <<<"$metrics" || fail "promtool refuses /metrics with pacing on"
 wait "$NODES" || fail "the nodes did not run"
 python3 - "$TMP/admitted" <<'PY' || fail "not paced in line order"
