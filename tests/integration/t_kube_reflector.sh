@@ -67,7 +67,7 @@ if ! unshare -m true 2>/dev/null; then
   echo PASS
   exit 0
 fi
-silent_dns_start 127.0.0.77
+silent_dns_start "$SILENT_DNS_IP"
 FA_URL="https://api.skewgate.example:$FA_PORT"
 GATE_ENFORCEMENT="  source: kubernetes
   kubernetes:
