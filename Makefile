@@ -2,7 +2,8 @@
 #   make              optimised build in build/
 #   make SAN=1 ...    AddressSanitizer + UBSan build in build-san/
 #   make TSAN=1 ...   ThreadSanitizer build in build-tsan/
-#   make test         unit (Criterion) + integration tests
+#   make test         unit (Criterion) + integration tests (INTEGRATION_JOBS=N: N
+#                     integration tests at a time, default nproc; tests/integration/README.md)
 #   make run          the local demo stack (see README)
 #   make fuzz         every libFuzzer target for FUZZ_SECONDS (default 20) each
 #   make e2e-mcs MCO_SRC=DIR  the real MCS built from DIR, and tests/e2e_mcs against it
