@@ -38,7 +38,7 @@ port_block_claim() {
     echo "FAIL: no room for test ports outside the ephemeral range $lo-$hi (net.ipv4.ip_local_port_range)" >&2
     exit 1
   fi
-  mkdir -p "$PORT_LOCK_DIR" 2>/dev/null && chmod 1777 "$PORT_LOCK_DIR" 2>/dev/null || true
+  if mkdir -p "$PORT_LOCK_DIR" 2>/dev/null; then chmod 1777 "$PORT_LOCK_DIR" 2>/dev/null || true; fi
   for ((i = 0; i < PORT_BLOCKS; i++)); do
     b=$(( (${SKEWGATE_TEST_SLOT:-0} + i) % PORT_BLOCKS ))
     [ -e "$PORT_LOCK_DIR/$b.lock" ] || : 2>/dev/null >>"$PORT_LOCK_DIR/$b.lock" || true
