@@ -2,7 +2,8 @@
 #   make              optimised build in build/
 #   make SAN=1 ...    AddressSanitizer + UBSan build in build-san/
 #   make TSAN=1 ...   ThreadSanitizer build in build-tsan/
-#   make test         unit (Criterion) + integration tests
+#   make test         unit (Criterion) + integration tests (INTEGRATION_JOBS=N: N
+#                     integration tests at a time, default nproc; tests/integration/README.md)
 #   make run          the local demo stack (see README)
 #   make fuzz         every libFuzzer target for FUZZ_SECONDS (default 20) each
 #   make e2e-mcs      tests/e2e_mcs against the real MCS (the prebuilt 4.13 in MCS_GZ,
@@ -90,16 +91,19 @@ unit: deps $(UNIT_BIN)
 integration: deps $(BIN)
 	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./tests/integration/run
 
+# make test builds on every CPU unless make was given its own -j.
+TEST_BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
+
 ifeq ($(TSAN),1)
 # Criterion cannot set up its arena under ThreadSanitizer, and the threads
 # live in the gate: the TSan pass is the integration suite.
 test: deps
-	$(MAKE) --no-print-directory $(BIN)
+	$(MAKE) --no-print-directory $(TEST_BUILD_JOBS) $(BIN)
 	SKEWGATE_SAN=1 SKEWGATE_BIN=$(CURDIR)/$(BIN) ./tests/integration/run
 else
 test: deps
 	./tools/check-layers
-	$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
+	$(MAKE) --no-print-directory $(TEST_BUILD_JOBS) $(BIN) $(UNIT_BIN)
 	./tools/run-unit $(UNIT_BIN) --jobs 2
 	SKEWGATE_BIN=$(CURDIR)/$(BIN) ./tests/integration/run
 endif

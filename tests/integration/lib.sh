@@ -44,6 +44,9 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+# The ports this test may pick (free_port), a block of its own.
+. "$(dirname "${BASH_SOURCE[0]}")/lib_ports.sh"
+port_block_claim
 # Under set -e a failing command ends the test; say which one.
 set -o errtrace
 trap '_err_rc=$?; [[ $- == *e* ]] && echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" exited $_err_rc" >&2' ERR
@@ -58,10 +61,6 @@ wait_until() {
     [ "$(date +%s%N)" -lt "$deadline" ] || return 1
     sleep 0.02
   done
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
 # certs [ecdsa|rsa [SAN...]]: CA and server certificate for 127.0.0.1/localhost

@@ -109,9 +109,16 @@ fa_wait() {
 }
 
 # fa_start [fakeapi args...]: makes certs and a token (once), starts the fake
-# on a kernel-chosen loopback port and waits (bounded) for its port file.
+# on a loopback port and waits (bounded) for its port file. The port is
+# the kernel's choice, or free_port's when lib.sh is sourced too (a port of
+# the test's own block: a test that stops the fake and starts it again on
+# the same port, --port "$FA_PORT", finds it free; one the kernel chose
+# could meanwhile be any connection's source port). A --port in the
+# arguments wins.
 fa_start() {
+  local port=()
   [ -n "$FA_DIR" ] || fa_init
+  ! declare -F free_port >/dev/null || port=(--port "$(free_port)")
   [ -s "$FA_DIR/pki/ca.crt" ] || fa_mkcerts "$FA_DIR/pki" || fa_fail "mkcerts failed"
   if [ ! -s "$FA_DIR/token" ]; then
     FA_TOKEN="fa-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
@@ -121,7 +128,7 @@ fa_start() {
   rm -f "$FA_DIR/port"
   fa_spawn /dev/null "$FA_DIR/fakeapi.log" "$FA_PY" "$FA_SERVER" \
     --cert "$FA_DIR/pki/server.crt" --key "$FA_DIR/pki/server.key" \
-    --token-file "$FA_DIR/token" --port-file "$FA_DIR/port" "$@"
+    --token-file "$FA_DIR/token" --port-file "$FA_DIR/port" "${port[@]}" "$@"
   FA_PID=$FA_LAST_PID
   local i
   for ((i = 0; i < 200; i++)); do   # up to 10 s

@@ -65,6 +65,10 @@ STATUS_COMPLIANT='{"status":{"bootImageSkewEnforcementStatus":{"mode":"Automatic
 STATUS_NONE='{"status":{"bootImageSkewEnforcementStatus":{"mode":"None","automatic":null}}}'
 patch_status() { fa_kubectl patch machineconfiguration cluster --subresource=status --type merge -p "$1" >/dev/null; }
 
+# The loopback address for silent_dns_start, one per test block (lib_ports.sh):
+# tests running at once cannot both have 127.0.0.X:53.
+SILENT_DNS_IP=127.0.53.$(( PORT_BLOCK + 1 ))
+
 # silent_dns_start IP: a DNS server on UDP IP:53 (a loopback address) that
 # reads every query and answers none, as a resolver gone dark; each name
 # asked is appended to $TMP/dns.queries as "UNIX_TIME NAME", NAME in

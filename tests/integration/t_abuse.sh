@@ -7,6 +7,7 @@
 # memory stays within a bound (eight readers that give up are
 # t_proxy_upstream.sh's); the hold storm and the
 # 10,000 idle TLS connections are `make abuse` (tests/abuse/load.sh).
+# run: alone: measures latency under a slowloris (bound 1 s) and the gate's RSS growth
 . "$(dirname "$0")/lib.sh"
 
 certs

@@ -6,6 +6,7 @@
 # upstream on their own. The upstream holds every answer until the test
 # releases it, once the gate's debug log shows every request attached (or
 # the upstream has counted every request it must get): no timing guesses.
+# run: alone: measures the gate's RSS while 8 slow readers crawl (bound 6 MiB)
 . "$(dirname "$0")/lib.sh"
 
 certs

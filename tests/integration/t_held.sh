@@ -10,6 +10,7 @@
 # a node answered 403 (deny) or 200 (explain) does not retry, and is
 # listed as denied or explained, not held. A control character a client
 # sends in its User-Agent or pool is shown as a space, never raw.
+# run: alone: forget_after is 2 s: the checks of the bounded table must land within it
 . "$(dirname "$0")/lib.sh"
 
 certs

@@ -10,6 +10,7 @@
 # The debootstrap base is cached in build/image (tools/image.sh base); a
 # fresh one takes about a minute. The test is skipped only when the Debian
 # mirror cannot be reached to build it, and never in CI.
+# run: alone: the image build: debootstrap, chroot and podman, minutes of disk and CPU
 . "$(dirname "$0")/lib.sh"
 elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
 T0=$(date +%s)

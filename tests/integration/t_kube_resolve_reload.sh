@@ -21,7 +21,7 @@ fi
 
 certs
 mcs_start 4096
-silent_dns_start 127.0.0.77
+silent_dns_start "$SILENT_DNS_IP"
 printf 'not-a-real-token\n' >"$GATE_TOKEN"
 ADMIN_ADDR="127.0.0.1:$(free_port)"
 ADMIN="http://$ADMIN_ADDR"

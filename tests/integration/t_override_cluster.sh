@@ -11,6 +11,7 @@
 # the gate's configuration (-c). Clear errors: missing, unreadable or
 # malformed kubeconfig, 401, 403, 404, 409, a wrong CA. The optional
 # ClusterRole grants patch; the gate's own stays read-only.
+# run: alone: measures that both replicas follow within 1 s
 . "$(dirname "$0")/lib_kube.sh"
 need_kubectl
 
