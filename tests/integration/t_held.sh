@@ -121,13 +121,23 @@ wait_until 5 verdict_is reject || fail "clear did not restore the verdict"
 note "the verdict flips: a held node gets its config and is marked admitted"
 set_object none.yaml "$object"
 wait_until 10 verdict_is admit || fail "the gate does not admit after the flip"
-[ "$(fetch 127.0.0.2)" = 200 ] || fail "127.0.0.2 not admitted"
+# /verdict is the main thread's; the worker takes the new verdict a moment
+# later: the node asks again, as Ignition would (a 503 before is one more
+# attempt). A 5th run in a row failed here once.
+late=0
+for _ in $(seq 100); do
+  got=$(fetch 127.0.0.2)
+  [ "$got" = 503 ] || break
+  late=$((late + 1))
+  sleep 0.02
+done
+[ "$got" = 200 ] || fail "127.0.0.2 not admitted: $got"
 admitted_counted() { [ "$(metric skewgate_admitted_after_hold_total)" = 1 ]; }
 wait_until 5 admitted_counted || fail "admitted_after_hold: $(metric skewgate_admitted_after_hold_total)"
 held_check '
 c = {e["address"]: e for e in h["clients"]}
 a, b = c["127.0.0.2"], c["127.0.0.3"]
-assert a["admitted"] and a["admittedAt"] and a["attempts"] == 3, h
+assert a["admitted"] and a["admittedAt"] and a["attempts"] == 3 + '"$late"', h
 assert not b["admitted"], h
 assert h["held"] == 1 and h["admittedAfterHold"] == 1, h
 ' || fail "/held after the flip: $(held_json)"

@@ -5,6 +5,7 @@
 # plus the body at coalesce.min_read_rate is about 1.2 s: a client that
 # reads at once gets the whole answer, shared or relayed. Before, a shared
 # reader's deadline ran from its head and it was cut, ClientTooSlow.
+# run: alone: the reader must take 200 bytes within send_timeout (1 s) of their arrival
 . "$(dirname "$0")/lib.sh"
 
 certs
