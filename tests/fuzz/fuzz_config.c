@@ -2,7 +2,8 @@
  * name "etc/skewgate.yaml", so relative paths resolve too), then
  * config_redirect_ports on what loads, then config_free. Checks: a refusal
  * is NUL-terminated and starts "etc/skewgate.yaml:LINE:COL: " as config.h
- * promises; a loaded config keeps its counts within their arrays. Leaks
+ * promises; a loaded config keeps its counts within their arrays (workers
+ * as written: 0 is auto, resolved at start). Leaks
  * are reported by ASan. */
 // sources: src/conf/*.c src/core/addr.c src/core/cidr.c src/core/ignition.c src/core/ydoc.c src/core/text.c src/core/skew.c src/core/version.c src/core/time.c src/core/log.c
 // pkgs: jansson yaml-0.1 openssl
@@ -52,8 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     if (cfg->n_listeners > CONFIG_MAX_LISTENERS || cfg->gate.n_prefixes > CONFIG_MAX_PREFIXES ||
-        cfg->redirect.n_ports > CONFIG_MAX_REDIRECT_PORTS || cfg->workers < 1 ||
-        cfg->workers > CONFIG_MAX_WORKERS)
+        cfg->redirect.n_ports > CONFIG_MAX_REDIRECT_PORTS || cfg->workers > CONFIG_MAX_WORKERS)
         abort();
     config_redirect_port_t ports[CONFIG_MAX_REDIRECT_PORTS];
     size_t n = 99;
