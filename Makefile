@@ -141,10 +141,8 @@ bench-smoke:
 # skips in one line, or fails when CI=true. MCO_SRC=DIR builds
 # cmd/machine-config-server from a machine-config-operator tree instead
 # (tools/build-mcs.sh), to test another release. ONLY=t_name runs one test.
-# The checkout sits beside shared/ (../shared); a worktree elsewhere on
-# this machine finds it at /work/shared.
-MCS_GZ_NAME := shared/mcs/machine-config-server-4.13.gz
-MCS_GZ     ?= $(firstword $(wildcard $(CURDIR)/../$(MCS_GZ_NAME) /work/$(MCS_GZ_NAME)) $(CURDIR)/../$(MCS_GZ_NAME))
+# The checkout sits beside shared/; a clone elsewhere names the file.
+MCS_GZ     ?= $(CURDIR)/../shared/mcs/machine-config-server-4.13.gz
 MCS_SHA256 ?= 465fd6e8a6e323b2ffdc8b6dc552f06b86e1a5b1f5225aa58c3b28ae80e9e0b7
 MCS_OUT    := $(CURDIR)/$(BUILD)/mcs/machine-config-server
 e2e-mcs: deps $(BIN)
