@@ -25,7 +25,7 @@ follows() {
 # the count $errors_before was taken.
 verify_failed() {
   for what in "MachineConfiguration cluster" "Nodes" "Machines (machine.openshift.io)"; do
-    grep '"event":"source_error"' "$GATE_LOG" | grep -F "\"what\":\"$what" | grep -qF "certificate verify failed" || return 1
+    grep '"event":"source_error"' "$GATE_LOG" | grep -F "\"what\":\"$what" | has -F "certificate verify failed" || return 1
   done
   [ "$(log_count source_error "certificate verify failed")" -gt "$errors_before" ]
 }

@@ -1,11 +1,19 @@
 # shellcheck shell=bash
 # Sourced by lib.sh and lib_fakeapi.sh: what a test needs that
-# tools/deps.sh cannot install, and the skip that says so. A skipped test
+# tools/deps.sh cannot install, and the skip that says so; has, which
+# every test's pipelines use. A skipped test
 # prints one line, "SKIP: why", and exits 77, which tests/integration/run
 # counts as skipped, neither passed nor failed.
 SKIP_STATUS=77
 
 skip() { echo "SKIP: $*"; exit "$SKIP_STATUS"; }
+
+# has [GREP-OPTION...] PATTERN: grep -q for the end of a pipeline. grep -q
+# stops at its first match, and a writer still writing then dies of
+# SIGPIPE, which pipefail reports as a failure though the line was there
+# (a TSAN run once did not skip t_reload_worker_oom: ldd was the writer).
+# grep -c into a command substitution reads to the end.
+has() { [ "$(grep -c "$@")" != 0 ]; }
 
 # The oldest kubectl the tests need: 1.24 is the first with
 # `kubectl patch --subresource=status` (t_kube_*, t_override_cluster, the

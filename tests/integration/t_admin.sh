@@ -29,7 +29,7 @@ gate_start "$TMP/gate.yaml"
 wait_until 10 curl -sf -o /dev/null "$ADMIN/healthz" || fail "no /healthz"
 [ "$(curl -s "$ADMIN/healthz")" = ok ] || fail "/healthz body"
 [ "$(admin_code "$ADMIN/readyz")" = 503 ] || fail "/readyz ready without a view"
-curl -s "$ADMIN/readyz" | grep -q "not confirmed a view" || fail "/readyz gives no reason: $(curl -s "$ADMIN/readyz")"
+curl -s "$ADMIN/readyz" | has "not confirmed a view" || fail "/readyz gives no reason: $(curl -s "$ADMIN/readyz")"
 
 note "the source confirms a view: ready"
 set_object none.yaml "$object"

@@ -65,8 +65,8 @@ published() { [ "$(log_count machines_published)" -ge 1 ]; }
 wait_until 60 published || die "the address set was never published"
 
 note "the Nodes came in pages of 500"
-grep '"event":"source_listed"' "$GATE_LOG" | grep -q 'Nodes: 4001 objects in 9 pages' || die "the Nodes list was not paged as expected"
-grep '"event":"machines_published"' "$GATE_LOG" | grep -q '"pending":1' || die "not one pending address"
+grep '"event":"source_listed"' "$GATE_LOG" | has 'Nodes: 4001 objects in 9 pages' || die "the Nodes list was not paged as expected"
+grep '"event":"machines_published"' "$GATE_LOG" | has '"pending":1' || die "not one pending address"
 
 note "a pending machine is admitted; a node and an active CAPI machine are refused"
 from_is() { [ "$(from "$1")" = "$2" ]; }

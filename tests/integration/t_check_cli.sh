@@ -17,6 +17,6 @@ set +e
 "$SKEWGATE_BIN" check -c "$TMP/missing.yaml" 2>/dev/null; rc=$?
 set -e
 [ "$rc" = 2 ] || fail "missing file: exit $rc, expected 2"
-"$SKEWGATE_BIN" check --help | grep -q "usage: skewgate check" || fail "check --help"
-"$SKEWGATE_BIN" --help | grep -q "run " || fail "--help lists no run"
+"$SKEWGATE_BIN" check --help | has "usage: skewgate check" || fail "check --help"
+"$SKEWGATE_BIN" --help | has "run " || fail "--help lists no run"
 echo PASS

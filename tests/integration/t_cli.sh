@@ -19,7 +19,7 @@ if commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null) && [ -z "${SKE
    [ "$(realpath "$SKEWGATE_BIN")" = "$ROOT/build/skewgate" ]; then
   grep -q "(commit $commit" <<<"$out" || fail "--version names no commit $commit: $out"
 fi
-"$SKEWGATE_BIN" --help | grep -q -- "--version" || fail "--help does not mention --version"
+"$SKEWGATE_BIN" --help | has -- "--version" || fail "--help does not mention --version"
 
 note "status -o yaml: the format named, exit 2"
 set +e

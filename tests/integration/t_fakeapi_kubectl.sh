@@ -67,7 +67,7 @@ assert got["status"]["conditions"][0]["lastTransitionTime"] == "2026-11-01T10:00
 ' "$FA_DIR/seed.yaml" "$obj" || fa_fail "get -o json differs from the seed: $obj"
 
 step "short and plural names, table output, selectors, api-resources"
-fa_kubectl get machineconfiguration -o name | grep -qx 'machineconfiguration.operator.openshift.io/cluster' \
+fa_kubectl get machineconfiguration -o name | has -x 'machineconfiguration.operator.openshift.io/cluster' \
   || fa_fail "get -o name"
 tbl=$(fa_kubectl get machineconfigurations) || fa_fail "get (table) failed"
 grep -qE '^NAME +AGE$' <<<"$tbl" && grep -qE '^cluster +[0-9]' <<<"$tbl" || fa_fail "table output: $tbl"
@@ -75,9 +75,9 @@ grep -qE '^NAME +AGE$' <<<"$tbl" && grep -qE '^cluster +[0-9]' <<<"$tbl" || fa_f
   || fa_fail "label selector team=mco did not match"
 [ -z "$(fa_kubectl get machineconfiguration -l team=other -o name 2>/dev/null)" ] \
   || fa_fail "label selector team=other matched"
-fa_kubectl get machineconfiguration --field-selector metadata.name=cluster -o name | grep -q cluster \
+fa_kubectl get machineconfiguration --field-selector metadata.name=cluster -o name | has cluster \
   || fa_fail "field selector"
-fa_kubectl api-resources --api-group=operator.openshift.io | grep -qE '^machineconfigurations +operator.openshift.io/v1 +false +MachineConfiguration' \
+fa_kubectl api-resources --api-group=operator.openshift.io | has -E '^machineconfigurations +operator.openshift.io/v1 +false +MachineConfiguration' \
   || fa_fail "api-resources: $(fa_kubectl api-resources 2>&1)"
 
 step "kubectl get --watch sees the MODIFIED object after a status patch"
@@ -202,7 +202,7 @@ smoke() {
     *) fa_fail "the dispatcher ran kubectl $ver against a v1.$minor server" ;;
   esac
   fa_log "   kubectl $ver"
-  fa_kubectl get machineconfiguration cluster -o json | fa_json 'd["spec"]["logLevel"]' | grep -qx Normal \
+  fa_kubectl get machineconfiguration cluster -o json | fa_json 'd["spec"]["logLevel"]' | has -x Normal \
     || fa_fail "kubectl $ver: get -o json"
   : >"$FA_DIR/watch.out"
   fa_spawn "$FA_DIR/watch.out" "$FA_DIR/watch.err" \

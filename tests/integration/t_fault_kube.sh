@@ -149,7 +149,7 @@ GATE_ENFORCEMENT="  source: kubernetes
   level: debug"
 gate_start "$TMP/gate.yaml"
 wait_until 5 log_count_above source_error 0 || die "the wrong CA was not noticed"
-grep '"event":"source_error"' "$GATE_LOG" | grep -qiE 'certificate|verify|tls' || die "the log does not say TLS: $(grep source_error "$GATE_LOG" | tail -1)"
+grep '"event":"source_error"' "$GATE_LOG" | has -iE 'certificate|verify|tls' || die "the log does not say TLS: $(grep source_error "$GATE_LOG" | tail -1)"
 window "wrong CA" 200
 reason_is SourceUnavailable || die "reason $(verdict_reason), expected SourceUnavailable (when_unknown)"
 gate_stop

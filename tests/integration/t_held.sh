@@ -305,7 +305,7 @@ grep -q '^127\.0\.0\.5  *w 1m  *Ignition/2\.14\.0  31m .* held$' "$TMP/status.te
 note "skewgate_held_clients names only held.pools (default master, worker); others are \"other\"; live on reload"
 [ "$(metric 'skewgate_held_clients{pool="worker",reason="OutOfSkew"}')" = 1 ] || fail "held worker not counted"
 [ "$(metric 'skewgate_held_clients{pool="other",reason="OutOfSkew"}')" = 1 ] || fail "the made-up pool not other"
-if curl -sf "$ADMIN/metrics" | grep '^skewgate_held_clients{' | grep -qv '{pool="\(master\|worker\|other\)"'; then
+if curl -sf "$ADMIN/metrics" | grep '^skewgate_held_clients{' | has -v '{pool="\(master\|worker\|other\)"'; then
   fail "a made-up pool is a series: $(curl -sf "$ADMIN/metrics" | grep '^skewgate_held_clients{')"
 fi
 ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/gate.yaml" hold "$object" "held:
@@ -315,5 +315,5 @@ kill -HUP "$GATE_PID"
 wait_until 10 reloads_are success $((n + 1)) || fail "reload of held.pools not taken"
 [ "$(metric 'skewgate_held_clients{pool="other",reason="OutOfSkew"}')" = 2 ] ||
   fail "after held.pools [master]: $(curl -sf "$ADMIN/metrics" | grep '^skewgate_held_clients{')"
-if curl -sf "$ADMIN/metrics" | grep -q '^skewgate_held_clients{pool="worker"'; then fail "worker still named"; fi
+if curl -sf "$ADMIN/metrics" | has '^skewgate_held_clients{pool="worker"'; then fail "worker still named"; fi
 echo "PASS"

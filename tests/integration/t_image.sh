@@ -15,7 +15,7 @@
 elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
 T0=$(date +%s)
 
-if ldd "$SKEWGATE_BIN" | grep -qE 'lib(a|t|ub|l)san'; then
+if ldd "$SKEWGATE_BIN" | has -E 'lib(a|t|ub|l)san'; then
   skip "$SKEWGATE_BIN is a sanitizer build; the image ships the optimised build, checked by the plain make test"
 fi
 for tool in debootstrap buildah; do
@@ -45,7 +45,7 @@ cmp -s "$SKEWGATE_BIN" "$R/usr/local/bin/skewgate" || fail "the rootfs binary is
 # --- the rootfs runs the binary.
 in_root() { timeout 30 chroot "$R" env -i PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
 as_user() { timeout 30 chroot --userspec=65532:65532 "$R" env -i PATH=/usr/local/bin:/usr/bin:/bin "$@"; }
-in_root skewgate --help | grep -q "usage: skewgate" || fail "chroot skewgate --help"
+in_root skewgate --help | has "usage: skewgate" || fail "chroot skewgate --help"
 out=$(in_root skewgate check -c /etc/skewgate/skewgate.yaml) || fail "chroot check of the shipped config: $out"
 [ "$out" = "/etc/skewgate/skewgate.yaml: ok" ] || fail "chroot check: $out"
 for f in "$R"/etc/skewgate/examples/*.yaml; do
@@ -71,7 +71,7 @@ done
 # The non-root user: numeric 65532, no shell, cannot write its config.
 [ "$(in_root id -u skewgate):$(in_root id -g skewgate)" = 65532:65532 ] || fail "user skewgate is not 65532:65532"
 grep -q '^skewgate:x:65532:65532:.*:/nonexistent:/usr/sbin/nologin$' "$R/etc/passwd" || fail "passwd: $(grep skewgate "$R/etc/passwd")"
-as_user skewgate --help | grep -q "usage: skewgate" || fail "skewgate --help as 65532"
+as_user skewgate --help | has "usage: skewgate" || fail "skewgate --help as 65532"
 as_user skewgate check -c /etc/skewgate/skewgate.yaml >/dev/null || fail "check as 65532 (config unreadable?)"
 [ "$(as_user id -u)" = 65532 ] || fail "--userspec did not take"
 as_user sh -c '! [ -w /etc/skewgate ] && ! [ -w /etc/skewgate/skewgate.yaml ] && ! [ -w /usr/local/bin/skewgate ]' \
@@ -188,7 +188,7 @@ if ! probe=$(pod run --rm "${RUN[@]}" --entrypoint /bin/true localhost/skewgate:
   echo PASS; exit 0
 fi
 note "podman run works (${PODMAN[*]:1} run ${RUN[*]})"
-pod run --rm "${RUN[@]}" localhost/skewgate:latest --help | grep -q "usage: skewgate" || fail "podman run --help"
+pod run --rm "${RUN[@]}" localhost/skewgate:latest --help | has "usage: skewgate" || fail "podman run --help"
 out=$(pod run --rm "${RUN[@]}" localhost/skewgate:latest check -c /etc/skewgate/skewgate.yaml) || fail "podman run check: $out"
 [ "$out" = "/etc/skewgate/skewgate.yaml: ok" ] || fail "podman run check: $out"
 [ "$(pod run --rm "${RUN[@]}" --entrypoint id localhost/skewgate:latest -u)" = 65532 ] || fail "the container does not run as 65532"

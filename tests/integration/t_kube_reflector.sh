@@ -27,9 +27,9 @@ published() { [ "$(log_count machines_published)" -ge 1 ]; }
 wait_until 60 published || die "the address set was never published (pages too large?)"
 
 note "pages bounded by bytes: 1,000 per page is 20 MiB, halved until one fits"
-grep '"event":"source_list_page"' "$GATE_LOG" | grep -q 'Nodes.*asking for 500 items a page' || die "no halving to 500"
-grep '"event":"source_list_page"' "$GATE_LOG" | grep -q 'Nodes.*asking for 250 items a page' || die "no halving to 250"
-grep '"event":"source_listed"' "$GATE_LOG" | grep -q 'Nodes: 1000 objects in 4 pages' || die "the Nodes were not listed in 4 pages of 250"
+grep '"event":"source_list_page"' "$GATE_LOG" | has 'Nodes.*asking for 500 items a page' || die "no halving to 500"
+grep '"event":"source_list_page"' "$GATE_LOG" | has 'Nodes.*asking for 250 items a page' || die "no halving to 250"
+grep '"event":"source_listed"' "$GATE_LOG" | has 'Nodes: 1000 objects in 4 pages' || die "the Nodes were not listed in 4 pages of 250"
 grep -q '"event":"source_error".*Nodes' "$GATE_LOG" && die "a page too large was reported as a failure"
 
 note "the memory of the list goes back to the system once the watch starts"
@@ -57,7 +57,7 @@ errors=$(grep '"event":"source_error"' "$GATE_LOG" | grep 'continue token expire
 delays=$(sed -n 's/.*"retry_ms":\([0-9]*\).*/\1/p' <<<"$errors" | tr '\n' ' ')
 read -r d1 d2 d3 <<<"$delays"
 [ "$d1" -ge 100 ] && [ "$d3" -gt "$d1" ] || die "no backoff between the relists: retry_ms $delays"
-grep '"event":"machines_failing"' "$GATE_LOG" | grep -q Nodes || die "the Nodes watch did not say it cannot confirm its view"
+grep '"event":"machines_failing"' "$GATE_LOG" | has Nodes || die "the Nodes watch did not say it cannot confirm its view"
 grep -q '"event":"source_recovered".*Nodes after 3 failures' "$GATE_LOG" || die "no recovery line after the 410s"
 grep -E '"event":"source_(list_page|listed|error)".*Nodes' "$GATE_LOG" | cut -c1-240
 gate_stop
@@ -91,8 +91,8 @@ for i in $(seq 10); do
   sleep 0.5   # the spacing of the probes, not a wait for a condition
 done
 # The name did go to the silent server: the request fails at its deadline.
-unresolved() { grep '"event":"source_error"' "$GATE_LOG" | grep 'api.skewgate.example' | grep -q 'did not resolve\|resolve api'; }
+unresolved() { grep '"event":"source_error"' "$GATE_LOG" | grep 'api.skewgate.example' | has 'did not resolve\|resolve api'; }
 wait_until 30 unresolved || die "no failure to resolve: $(grep source_error "$GATE_LOG" | head -2)"
-grep '"event":"source_error"' "$GATE_LOG" | head -1 | cut -c1-300
+grep -m1 '"event":"source_error"' "$GATE_LOG" | cut -c1-300
 grep -qF "$(cat "$FA_DIR/token")" "$GATE_LOG" "$TMP/gate.log" && die "the API token is in the gate log"
 echo PASS

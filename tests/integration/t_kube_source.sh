@@ -97,7 +97,7 @@ errors=$(log_count source_error "HTTP 401")
 echo wrong-token >"$GATE_TOKEN"
 fa_ctl '{"fault":"drop_watches"}' >/dev/null
 wait_until 5 log_count_above source_error $((errors + 1)) "HTTP 401" || die "401 not logged twice (retries)"
-grep '"event":"source_error"' "$GATE_LOG" | grep -q "Unauthorized" || die "401 log lacks the reason"
+grep '"event":"source_error"' "$GATE_LOG" | has "Unauthorized" || die "401 log lacks the reason"
 if grep -qF "$(cat "$FA_DIR/token")" "$GATE_LOG" || grep -q wrong-token "$GATE_LOG"; then
   die "a token was logged"
 fi

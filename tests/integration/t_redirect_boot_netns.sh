@@ -124,7 +124,7 @@ wait "$ign" || { cat "$TMP/boot/out"; fail "Ignition did not finish once the gat
 grep -q "Ignition finished successfully" "$TMP/boot/out" || fail "Ignition: no success line"
 [ "$(access_count client "$NODE_IP")" -ge 1 ] || fail "the gate did not log the node's request"
 [ "$(mcs_from_node)" = 0 ] || fail "the node reached the MCS directly"
-awk '$1 == "127.0.0.1" && $7 == "/config/worker"' "$MCS_LOG" | grep -q . || fail "the MCS did not see the gate's request"
+awk '$1 == "127.0.0.1" && $7 == "/config/worker"' "$MCS_LOG" | has . || fail "the MCS did not see the gate's request"
 
 note "the booted table is the gate's own: status exact, the init container's install needs no --force"
 redirect() { in_master "$SKEWGATE_BIN" redirect "$1" -c "$K/node-local-redirect/skewgate.yaml" >"$TMP/r.out" 2>&1; }

@@ -73,7 +73,7 @@ note "/config: path, the file's sha256, loaded_at, reloads; no last_error"
 config_json '(j["path"], j["sha256"], j["reloads"], "last_error" in j)' >"$TMP/config.out"
 [ "$(cat "$TMP/config.out")" = "('$TMP/gate.yaml', '$(sha256sum <"$TMP/gate.yaml" | cut -d' ' -f1)', {'success': 0, 'failure': 0}, False)" ] ||
   fail "/config: $(cat "$TMP/config.out")"
-config_json 'j["loaded_at"]' | grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$' || fail "loaded_at is not RFC 3339"
+config_json 'j["loaded_at"]' | has -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$' || fail "loaded_at is not RFC 3339"
 
 note "20 reloads under wrk with admitted 1 MiB downloads in flight: nothing fails or is cut"
 mkdir -p "$TMP/dl"
@@ -148,18 +148,18 @@ MODE=sometimes; write_cfg
 line=$(grep -n 'mode: sometimes' "$TMP/gate.yaml" | cut -d: -f1)
 reload failure
 grep -q "\"event\":\"reload\".*gate.yaml:$line:[0-9]*:" "$GATE_LOG" || fail "no reload log line with gate.yaml:$line:COL: $(grep reload "$GATE_LOG" | tail -2)"
-config_json 'j["last_error"]' | grep -q "gate.yaml:$line:" || fail "/config last_error: $(config_json 'j.get("last_error")')"
+config_json 'j["last_error"]' | has "gate.yaml:$line:" || fail "/config last_error: $(config_json 'j.get("last_error")')"
 [ "$(config_json 'j["sha256"]')" = "$sha_before" ] || fail "the refused file's sha256 is in /config"
 [ "$(code "http://127.0.0.1:$P_PLAIN/config/worker")" = 403 ] || fail "the refused reload changed the answer"
-curl -sf "$ADMIN/metrics" | grep -qx 'skewgate_config_reloads_total{result="failure"} 1' || fail "no failure in /metrics"
-curl -sf "$ADMIN/metrics" | grep -qx 'skewgate_config_reloads_total{result="success"} 21' || fail "successes in /metrics"
+curl -sf "$ADMIN/metrics" | has -x 'skewgate_config_reloads_total{result="failure"} 1' || fail "no failure in /metrics"
+curl -sf "$ADMIN/metrics" | has -x 'skewgate_config_reloads_total{result="success"} 21' || fail "successes in /metrics"
 
 note "workers needs a restart: refused, named"
 MODE=deny WORKERS=3; write_cfg
 reload failure
 grep -q 'workers needs a restart (2 -> 3)' "$GATE_LOG" || fail "no 'workers needs a restart' line"
 WORKERS=2; write_cfg; reload
-config_json '"last_error" in j' | grep -qx False || fail "last_error kept after a good reload"
+config_json '"last_error" in j' | has -x False || fail "last_error kept after a good reload"
 
 note "a listener added is served; removed, it finishes its download, closes, and refuses new connections"
 EXTRA_LISTENER="  - address: \"127.0.0.1:$P_EXTRA\""

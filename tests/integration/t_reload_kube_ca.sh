@@ -64,7 +64,7 @@ note "ca_file gone at reload: refused, named; the running source and watch stay"
 mv "$TMP/api/ca.crt" "$TMP/api/ca.crt.away"
 kill -HUP "$GATE_PID"
 wait_until 10 reloads_are failure 1 || die "a reload without its CA file was not refused: $(curl -s "$ADMIN/config")"
-curl -sf "$ADMIN/config" | grep -qF "enforcement.kubernetes.ca_file: $TMP/api/ca.crt" ||
+curl -sf "$ADMIN/config" | has -F "enforcement.kubernetes.ca_file: $TMP/api/ca.crt" ||
   die "the refusal does not name the CA file: $(curl -s "$ADMIN/config")"
 [ "$(replaced)" = 1 ] && [ "$(rewatched)" = 1 ] || die "a refused reload replaced something"
 follows "after a refused reload"

@@ -90,7 +90,7 @@ machines_watch_is syncing || die "machinesWatch while B stalls: $(cat "$TMP/stat
 note "B answers all but the Machines: the source syncs, the gate is not ready until the watch lists"
 FA_URL=$B_URL fa_ctl '{"fault":"stall","seconds":0}' >/dev/null
 # The verdict source is asked first: a reason of the watch's says the source is ready.
-not_ready_for_machines() { curl -s --max-time 5 "$ADMIN/readyz" | grep -q "^admission.machines: "; }
+not_ready_for_machines() { curl -s --max-time 5 "$ADMIN/readyz" | has "^admission.machines: "; }
 wait_until 20 not_ready_for_machines || die "/readyz once the source synced on B: $(curl -s "$ADMIN/readyz")"
 machines_watch_is failing || die "machinesWatch while B refuses the Machines: $(cat "$TMP/status.json")"
 [ "$(answer 127.0.0.2)" = "503 UnknownMachine" ] || die "before B's Machines were listed, 127.0.0.2 got: $(answer 127.0.0.2)"
@@ -105,7 +105,7 @@ note "A goes away; the watch follows B's events"
 fa_stop "$A_PID"
 machine "$B_URL" b-pending-2 127.0.0.4
 wait_until 10 answer_is 127.0.0.4 "200 " || die "a Machine added on B is not followed: $(answer 127.0.0.4)"
-grep '"event":"source_error"' "$GATE_LOG" | grep -qF "\"server\":\"${A_URL#https://}\"" &&
+grep '"event":"source_error"' "$GATE_LOG" | has -F "\"server\":\"${A_URL#https://}\"" &&
   die "something still talks to A: $(grep '"event":"source_error"' "$GATE_LOG" | tail -1)"
 
 note "a SIGHUP that changes nothing keeps the running watch"

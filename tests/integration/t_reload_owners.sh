@@ -169,8 +169,8 @@ wait_until 5 from_is 503 127.0.0.5 || die "not held out of skew after the reload
 note "admin listener: routes, the credential over TCP, the unix socket"
 ready=$(curl -s -o /dev/null -w '%{http_code}' "$ADMIN/readyz")
 [ "$ready" = 200 ] || die "/readyz after the reload: $ready"
-curl -sf "$ADMIN/verdict" | grep -q '"reason": "OutOfSkew"' || die "/verdict: $(curl -s "$ADMIN/verdict")"
-curl -sf "$ADMIN/metrics" | grep -q '^skewgate_config_reloads_total{result="success"} 1' ||
+curl -sf "$ADMIN/verdict" | has '"reason": "OutOfSkew"' || die "/verdict: $(curl -s "$ADMIN/verdict")"
+curl -sf "$ADMIN/metrics" | has '^skewgate_config_reloads_total{result="success"} 1' ||
   die "admin /metrics: $(curl -s "$ADMIN/metrics" | grep reloads)"
 code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong" -d action=admit "$ADMIN/override")
 [ "$code" = 403 ] || die "a wrong admin token: $code"
@@ -181,7 +181,7 @@ wait_until 5 from_is 200 127.0.0.5 || die "the override is not followed"
 wait_until 5 from_is 503 127.0.0.5 || die "the cleared override is still followed"
 
 note "metrics listener"
-curl -sf "http://$METRICS_ADDR/metrics" | grep -q '^skewgate_held_clients' ||
+curl -sf "http://$METRICS_ADDR/metrics" | has '^skewgate_held_clients' ||
   die "metrics listener: $(curl -s "http://$METRICS_ADDR/metrics" | head -5)"
 gate_stop
 grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:' "$GATE_LOG" && die "sanitizer report from part 1"

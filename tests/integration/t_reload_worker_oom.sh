@@ -8,7 +8,7 @@
 # commit, so the workers apply the reload without allocating.
 . "$(dirname "$0")/lib.sh"
 
-ldd "$SKEWGATE_BIN" | grep -qE "lib[at]san" && skip "a sanitizer build's allocator comes first: fail_alloc.c cannot interpose it"
+ldd "$SKEWGATE_BIN" | has -E "lib[at]san" && skip "a sanitizer build's allocator comes first: fail_alloc.c cannot interpose it"
 cc -shared -fPIC -O2 -o "$TMP/fail_alloc.so" "$ROOT/tests/integration/fail_alloc.c" || fail "cannot build fail_alloc.c"
 
 certs

@@ -15,7 +15,7 @@ object="$TMP/mc.yaml"
 set_object automatic-out-of-skew.yaml "$object"
 ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/gate.yaml" hold "$object"
 gate_start "$TMP/gate.yaml"
-rejects() { curl -sf "$ADMIN/verdict" | grep -q '"decision": "reject"'; }
+rejects() { curl -sf "$ADMIN/verdict" | has '"decision": "reject"'; }
 wait_until 10 rejects || fail "the gate does not reject"
 
 # Client-controlled text that would run if the page wrote it as markup.
@@ -30,9 +30,9 @@ header() { curl -s -o /dev/null -D - "$ADMIN$1" | tr -d '\r' | awk -F': ' -v h="
 [ "$(header / Content-Type)" = "text/html; charset=utf-8" ] || fail "/ content type: $(header / Content-Type)"
 [ "$(header /status.js Content-Type)" = "text/javascript; charset=utf-8" ] || fail "/status.js content type"
 [ "$(header /status.css Content-Type)" = "text/css; charset=utf-8" ] || fail "/status.css content type"
-header / Content-Security-Policy | grep -q "script-src 'self'" || fail "no script policy: $(header / Content-Security-Policy)"
+header / Content-Security-Policy | has "script-src 'self'" || fail "no script policy: $(header / Content-Security-Policy)"
 [ "$(header / X-Content-Type-Options)" = nosniff ] || fail "nosniff"
-! curl -s "$ADMIN/" | grep -qiE '(src|href)="(https?:)?//' || fail "the page loads an external asset"
+! curl -s "$ADMIN/" | has -iE '(src|href)="(https?:)?//' || fail "the page loads an external asset"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$ADMIN/")" = 405 ] || fail "POST / is not 405"
 
 # browse FLAGS...: headless Chromium on the page, bounded; the page's
