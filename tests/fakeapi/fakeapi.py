@@ -765,7 +765,10 @@ class Store:
             old = objs.get(key)
             md = obj["metadata"]
             md["uid"] = old["metadata"]["uid"] if old else str(uuid.uuid4())
-            md["creationTimestamp"] = old["metadata"]["creationTimestamp"] if old else now_rfc3339()
+            # A new object may say when it was made (a CSR an hour old, a
+            # young Node), which the real API server never lets a client do.
+            md["creationTimestamp"] = old["metadata"]["creationTimestamp"] if old else \
+                md.get("creationTimestamp") or now_rfc3339()
             md["resourceVersion"] = self._next_rv()
             objs[key] = obj
             self._emit("MODIFIED" if old else "ADDED", obj, res)

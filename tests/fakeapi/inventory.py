@@ -25,6 +25,11 @@ RESOURCES = {
         "prefix": "/apis/cluster.x-k8s.io/v1beta1", "group": "cluster.x-k8s.io",
         "version": "v1beta1", "plural": "machines", "singular": "machine", "kind": "Machine",
         "namespaced": True, "short": ["ma"]},
+    # Node CSRs: what pacing counts (the cluster-machine-approver's limit).
+    "certificatesigningrequests.certificates.k8s.io": {
+        "prefix": "/apis/certificates.k8s.io/v1", "group": "certificates.k8s.io",
+        "version": "v1", "plural": "certificatesigningrequests", "singular": "certificatesigningrequest",
+        "kind": "CertificateSigningRequest", "namespaced": False, "short": ["csr"]},
 }
 
 
