@@ -238,7 +238,10 @@ static void status_print_pace(FILE *out, const json_t *pace)
         fprintf(out, "  counting:  by join_timeout alone (%lld of %lld used): %s\n",
                 (long long)json_integer_value(json_object_get(pace, "budgetUsed")),
                 (long long)json_integer_value(json_object_get(pace, "maxJoining")), status_str(pace, "why"));
-    if (*counting)
+    if (*counting && strcmp(counting, "api"))
+        fprintf(out, "  node CSRs: not counted without the API view; ceiling %lld\n",
+                (long long)json_integer_value(json_object_get(pace, "maxPendingCsrs")));
+    else if (*counting)
         fprintf(out, "  node CSRs: %lld pending within the hour, ceiling %lld%s\n",
                 (long long)json_integer_value(json_object_get(pace, "pendingCsrs")),
                 (long long)json_integer_value(json_object_get(pace, "maxPendingCsrs")),

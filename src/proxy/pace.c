@@ -377,12 +377,13 @@ size_t pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, pa
                             .join_sum_ms = r->join_sum_ms, .max_joining = cfg->max_joining,
                             .max_pending_csrs = cfg->max_pending_csrs, .replicas = cfg->replicas};
     memcpy(stats->join_buckets, r->join_buckets, sizeof stats->join_buckets);
-    if (r->view) {
+    /* An untrusted view's counts are not shown: they are not counted. */
+    if (stats->api) {
         stats->pending_csrs = pace_csrs_within(r, PACE_CSR_WINDOW_MS, now_ms);
         stats->young_csrs = pace_csrs_within(r, cfg->join_timeout_ms, now_ms);
         stats->young_not_ready = pace_young_not_ready(r, cfg, now_ms);
-        if (!r->view->trusted)
-            memcpy(stats->why, r->view->why, sizeof stats->why);
+    } else if (r->view) {
+        memcpy(stats->why, r->view->why, sizeof stats->why);
     } else {
         snprintf(stats->why, sizeof stats->why,
                  "no Nodes and CSRs watch: pacing follows the API only with enforcement.source: kubernetes");

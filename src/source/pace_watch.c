@@ -107,6 +107,18 @@ static int64_t wall_ms(void)
     return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
+/* The creation kept for name (at byte off of its record) when it was
+ * first seen without a creationTimestamp; now when it is new. */
+static int64_t first_seen(const json_t *table, const char *name, size_t off)
+{
+    const json_t *old = json_object_get(table, name);
+    int64_t t;
+    if (!old || json_string_length(old) < off + sizeof t)
+        return wall_ms();
+    memcpy(&t, json_string_value(old) + off, sizeof t);
+    return t;
+}
+
 /* Keeps what the object says in table; true when that changed it. */
 static bool keep_object(pace_coll_t *c, json_t *table, const json_t *object, bool deleted)
 {
@@ -126,7 +138,7 @@ static bool keep_object(pace_coll_t *c, json_t *table, const json_t *object, boo
         }
         name = n.addresses.name;
         keep = !deleted;
-        created = n.created_ms ? n.created_ms : wall_ms();
+        created = n.created_ms ? n.created_ms : first_seen(table, name, 1);
         bytes[0] = n.ready;
         memcpy(bytes + 1, &created, sizeof created);
         for (size_t i = 0; i < n.addresses.n; i++)
@@ -140,14 +152,13 @@ static bool keep_object(pace_coll_t *c, json_t *table, const json_t *object, boo
         }
         name = r.name;
         keep = !deleted && r.pending_kubelet;
-        created = r.created_ms ? r.created_ms : wall_ms();
+        created = r.created_ms ? r.created_ms : first_seen(table, name, 0);
         memcpy(bytes, &created, sizeof created);
         len = sizeof created;
     }
     json_t *old = json_object_get(table, name);
     if (!keep)
         return old && json_object_del(table, name) == 0;
-    /* The first sight's creation stays for an object without one. */
     if (old && json_string_length(old) == len && !memcmp(json_string_value(old), bytes, len))
         return false;
     json_t *record = json_stringn_nocheck(bytes, len);
