@@ -5,7 +5,8 @@
  * the PROXY protocol); the pool it asks for is only shown.
  *
  * A node joins from its first admitted fetch (its retries inside its slot
- * are admitted again, Ignition may fetch twice) until pace.join_timeout;
+ * are admitted again, Ignition may fetch twice) until a Node of its
+ * address is Ready (below), or pace.join_timeout;
  * a node of the line that has not asked for pace.head_hold (a few of
  * Ignition's 5 s retries) keeps no free slot from those behind it, so one
  * that went away does not block the line, yet it keeps its place should

@@ -23,7 +23,8 @@ static const struct {
     {"TokenInvalid", "the client's provisioning token is not an accepted one"},
     {"UnknownMachine", "the client's address is not yet a pending Machine's"},
     {"ActiveNode", "the client's address belongs to a Node that already joined"},
-    {"Paced", "pace.max_joining nodes are joining, or others asked first: its turn comes"},
+    {"Paced", "pace.max_joining nodes are joining (cluster-wide with the API view), others asked first, or "
+              "pace.max_pending_csrs node CSRs are pending: its turn comes"},
     {"ClientBootImageTooOld", "the client's own boot image (its Ignition) is too old"},
 };
 
