@@ -400,3 +400,122 @@ Test(pace, the_admitted_to_ready_seconds_fill_the_histogram)
     cr_assert_eq(st.join_buckets[PACE_JOIN_BUCKETS], 1u, "4000 s: +Inf");
     cr_assert_eq(st.join_sum_ms, 45000u + 300000u + 4000000u);
 }
+
+/* ---- replicas (docs/pacing.md "Replicas") ------------------------------ */
+
+static bool ask_in(pace_room_t *r, int i, uint64_t now)
+{
+    struct sockaddr_storage a = node(i);
+    policy_pace_t p = pace_look(r, &cfg, &a, now);
+    if (p.joining || (p.turn && !p.ceiling))
+        if (pace_join(r, &cfg, &a, "worker", now))
+            return true;
+    pace_wait(r, &cfg, &a, "worker", now);
+    return false;
+}
+
+enum { SIM_WAITING, SIM_UNSEEN, SIM_CSR, SIM_NOT_READY, SIM_READY };
+
+/* The cluster as the API would show it now: Ready and not Ready Nodes,
+ * pending CSRs. */
+static pace_view_t *sim_view(const int *state, int n, int64_t now)
+{
+    int ready[256] = {0}, not_ready[256] = {0};
+    size_t n_ready = 0, n_not_ready = 0, n_csrs = 0;
+    for (int i = 0; i < n; i++) {
+        if (state[i] == SIM_READY)
+            ready[n_ready++] = i;
+        else if (state[i] == SIM_NOT_READY)
+            not_ready[n_not_ready++] = i;
+        n_csrs += state[i] == SIM_CSR;
+    }
+    return view_of((view_spec_t){.trusted = true, .ready = ready, .n_ready = n_ready, .not_ready = not_ready,
+                                 .n_not_ready = n_not_ready, .created = now, .n_csrs = n_csrs, .csr_created = now});
+}
+
+/* The example of the docs: 3 gates, max_joining 12, 4 each; gate 0's
+ * Nodes appear, it admits 2 more while the others' stay unseen: 14. */
+Test(pace, replicas_the_documented_excess_when_one_gates_nodes_register_first)
+{
+    cfg.max_joining = 12;
+    cfg.replicas = 3;
+    pace_room_t rooms[3];
+    int state[64] = {0};
+    for (int g = 0; g < 3; g++) {
+        cr_assert_eq(pace_room_init(&rooms[g], 100), 0);
+        pace_room_set_view(&rooms[g], sim_view(state, 64, 0), 0);
+    }
+    int admitted = 0;
+    for (int g = 0; g < 3; g++)
+        for (int i = 10 * g; i < 10 * g + 10; i++)
+            admitted += ask_in(&rooms[g], i, 1000);
+    cr_assert_eq(admitted, 12);
+    for (int i = 0; i < 4; i++)
+        state[i] = SIM_NOT_READY;       /* gate 0's: 0..3 */
+    for (int g = 0; g < 3; g++)
+        pace_room_set_view(&rooms[g], sim_view(state, 64, 2000), 2000);
+    int more = 0;
+    for (int i = 4; i < 10; i++)
+        more += ask_in(&rooms[0], i, 3000);
+    for (int g = 1; g < 3; g++)
+        for (int i = 10 * g + 4; i < 10 * g + 10; i++)
+            more += ask_in(&rooms[g], i, 3000);
+    cr_assert_eq(more, 2, "gate 0: 4 + 3 x 2 <= 12; gates 1, 2: 4 + 3 x 5 > 12");
+    cr_assert_leq(admitted + more, 12 + 2 * (12 / 3 - 1));
+    for (int g = 0; g < 3; g++)
+        pace_room_destroy(&rooms[g]);
+}
+
+/* Random scale-ups through 3 gates whose views agree, or lag (a gate
+ * misses some updates): the nodes admitted and not Ready stay within
+ * max_joining + (replicas - 1) x (floor(max_joining / replicas) - 1). */
+Test(pace, replicas_never_pass_the_documented_bound)
+{
+    const int n = 200, gates = 3;
+    cfg.max_joining = 12;
+    cfg.replicas = (uint32_t)gates;
+    cfg.join_timeout_ms = 24ull * 3600 * 1000;
+    cfg.head_hold_ms = 3600 * 1000;
+    const int bound = 12 + (gates - 1) * (12 / gates - 1);
+    unsigned seed = 26;
+    int worst = 0;
+    for (int run = 0; run < 20; run++) {
+        pace_room_t rooms[3];
+        int state[200] = {0};
+        for (int g = 0; g < gates; g++) {
+            cr_assert_eq(pace_room_init(&rooms[g], 1000), 0);
+            pace_room_set_view(&rooms[g], sim_view(state, n, 0), 0);
+        }
+        int joining = 0;
+        for (uint64_t step = 1; step < 4000; step++) {
+            uint64_t now = step * 10;
+            int i = (int)(rand_r(&seed) % (unsigned)n);
+            int before = state[i];
+            switch (state[i]) {
+            case SIM_WAITING:
+                if (ask_in(&rooms[rand_r(&seed) % (unsigned)gates], i, now)) {
+                    state[i] = SIM_UNSEEN;
+                    joining++;
+                }
+                break;
+            case SIM_UNSEEN:
+            case SIM_CSR:
+            case SIM_NOT_READY:
+                state[i]++;
+                joining -= state[i] == SIM_READY;
+                break;
+            }
+            if (state[i] != before && before != SIM_WAITING)
+                for (int g = 0; g < gates; g++)     /* each gate sees it, or not yet (lag) */
+                    if (run % 2 == 0 || rand_r(&seed) % 3)
+                        pace_room_set_view(&rooms[g], sim_view(state, n, (int64_t)now), now);
+            cr_assert_leq(joining, bound, "run %d step %llu: %d joining", run, (unsigned long long)step, joining);
+            if (joining > worst)
+                worst = joining;
+        }
+        for (int g = 0; g < gates; g++)
+            pace_room_destroy(&rooms[g]);
+    }
+    cr_log_info("replicas 3, max_joining 12: at most %d joining (bound %d)", worst, bound);
+    cr_assert_geq(worst, 12, "the budget is used");
+}
