@@ -7,6 +7,7 @@
 #   fa_kubeconfig FILE [TOKEN]   # kubeconfig for the fake (default token: $FA_TOKEN)
 #   fa_kubectl ARGS...           # kubectl against the fake ($FA_DIR/kubeconfig)
 #   fa_ctl '{"fault":"drop_watches"}'   # control endpoint (POST /_fake/fault)
+#   ... | fa_ctl_many            # one fault per line of stdin, over one connection
 #   fa_stats                     # GET /_fake/stats (JSON on stdout)
 #   fa_stop [PID]                # stop the fake (or PID) now
 #   fa_spawn OUT ERR CMD...      # start CMD in the background, killed at exit
