@@ -121,6 +121,15 @@ static void pace_copy_pool(pace_node_t *n, const char *pool)
 
 /* ---- time passing ------------------------------------------------------ */
 
+/* How long ago t was at now_ms; 0 when t is later. Each caller reads its
+ * clock before it takes the lock, so a time another worker wrote since
+ * may be a tick (4 ms) ahead of its now: unsigned, that difference
+ * wrapped to 2^64 and a node admitted an instant ago had timed out. */
+static uint64_t pace_age(uint64_t now_ms, uint64_t t)
+{
+    return now_ms > t ? now_ms - t : 0;
+}
+
 /* n is joining no more: off the joining list and forgotten. */
 static void pace_unjoin(pace_room_t *r, pace_node_t *n)
 {
@@ -135,7 +144,7 @@ static void pace_unjoin(pace_room_t *r, pace_node_t *n)
  * pace_room_set_view.) */
 static void pace_expire(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
-    while (r->joining.head && now_ms - r->joining.head->admitted_ms >= cfg->join_timeout_ms) {
+    while (r->joining.head && pace_age(now_ms, r->joining.head->admitted_ms) >= cfg->join_timeout_ms) {
         r->timed_out_total++;
         pace_unjoin(r, r->joining.head);
     }
@@ -203,7 +212,7 @@ void pace_room_set_view(pace_room_t *r, pace_view_t *view, uint64_t now_ms)
         addrset_class_t cls = pace_node_class(r, &n->key);
         if (trusted && cls == ADDRSET_ACTIVE) {
             /* Joined: the seconds from its admission to a Ready Node. */
-            uint64_t took = now_ms - n->admitted_ms;
+            uint64_t took = pace_age(now_ms, n->admitted_ms);
             size_t b = 0;
             while (b < PACE_JOIN_BUCKETS && took > PACE_JOIN_BUCKETS_S[b] * 1000ull)
                 b++;
@@ -222,7 +231,7 @@ void pace_room_set_view(pace_room_t *r, pace_view_t *view, uint64_t now_ms)
 
 static bool pace_present(const pace_node_t *n, const config_pace_t *cfg, uint64_t now_ms)
 {
-    return now_ms - n->seen_ms < cfg->head_hold_ms;
+    return pace_age(now_ms, n->seen_ms) < cfg->head_hold_ms;
 }
 
 /* Slots free now: under max_joining, and under per_minute's admissions of
@@ -240,7 +249,7 @@ static uint32_t pace_free(const pace_room_t *r, const config_pace_t *cfg, uint64
         uint32_t in_minute = 0;
         for (uint32_t i = 0; i < limit; i++) {
             uint64_t t = r->recent[(r->recent_at + ring - 1 - i) % ring];
-            if (t && now_ms - t < 60000)
+            if (t && pace_age(now_ms, t) < 60000)
                 in_minute++;
         }
         uint32_t left = limit > in_minute ? limit - in_minute : 0;
@@ -336,7 +345,7 @@ static void pace_sweep_line(pace_room_t *r, const config_pace_t *cfg, uint64_t n
 {
     for (pace_node_t *w = r->line.head, *next; w; w = next) {
         next = w->next;
-        if (now_ms - w->seen_ms >= cfg->join_timeout_ms) {
+        if (pace_age(now_ms, w->seen_ms) >= cfg->join_timeout_ms) {
             pace_list_remove(&r->line, w);
             pace_forget(r, w);
         }
@@ -391,7 +400,7 @@ size_t pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, pa
     for (const pace_node_t *w = r->line.head; w; w = w->next) {
         bool present = pace_present(w, cfg, now_ms);
         if (present && !stats->present)
-            stats->longest_wait_ms = now_ms - w->first_ms;
+            stats->longest_wait_ms = pace_age(now_ms, w->first_ms);
         stats->present += present;
         if (k == max)
             continue;

@@ -519,3 +519,18 @@ Test(pace, replicas_never_pass_the_documented_bound)
     cr_log_info("replicas 3, max_joining 12: at most %d joining (bound %d)", worst, bound);
     cr_assert_geq(worst, 12, "the budget is used");
 }
+
+/* Workers read the clock before they take the room's lock: one whose now
+ * is a tick behind a node another worker just admitted must not see that
+ * node as admitted 2^64 ms ago (timed out: its slot free again). */
+Test(pace, a_worker_a_tick_behind_does_not_time_out_a_node_just_admitted)
+{
+    cfg.max_joining = 1;
+    cfg.per_minute = 1;
+    cr_assert(ask(0, 1004));
+    cr_assert_not(ask(1, 1000), "the slot is node 0's: no join_timeout passed");
+    cr_assert_not(ask(2, 1001));
+    pace_stats_t st = stats_at(1000);
+    cr_assert_eq(st.timed_out_total, 0u);
+    cr_assert_eq(st.joining, 1u);
+}
