@@ -14,7 +14,8 @@
  *   5. evidence (evidence.enabled): a request the verdict admits for a
  *      reason evidence applies to, asking for too old a spec, is held;
  *   6. pacing (pace.enabled): a client that is not joining and whose
- *      turn has not come is held (503 Paced);
+ *      turn has not come, or any new one while the node CSRs pending are
+ *      at pace.max_pending_csrs, is held (503 Paced);
  *   7. otherwise the request is admitted.
  *
  * The policies come before the verdict: a node without the token is
@@ -45,6 +46,7 @@ typedef struct policy_request {
 typedef struct policy_pace {
     bool joining;                       /* admitted within its slot: its retries are admitted again */
     bool turn;                          /* a free slot is its, by its place in line */
+    bool ceiling;                       /* too many node CSRs pending (pace.max_pending_csrs): nobody new */
 } policy_pace_t;
 
 /* What the worker has published, read as one view for the request. */

@@ -73,7 +73,23 @@ json_t *pace_json(const pace_stats_t *st, const pace_waiter_t *w, size_t n, uint
     }
     if (!line)
         return NULL;
-    return json_pack("{s:I, s:I, s:I, s:I, s:o}", "joining", (json_int_t)st->joining, "waiting",
-                     (json_int_t)st->waiting, "admittedTotal", (json_int_t)st->admitted_total, "joinTimeouts",
-                     (json_int_t)st->timed_out_total, "line", line);
+    json_t *p = json_pack("{s:I, s:I, s:I, s:I, s:o}", "joining", (json_int_t)st->joining, "waiting",
+                          (json_int_t)st->waiting, "admittedTotal", (json_int_t)st->admitted_total, "joinTimeouts",
+                          (json_int_t)st->timed_out_total, "line", line);
+    /* How the budget is counted now (docs/pacing.md): by the API's Nodes
+     * and CSRs, or blind, by join_timeout, and why. */
+    json_t *more = json_pack("{s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I}", "counting",
+                             st->api ? "api" : "join_timeout", "why", st->api ? NULL : st->why, "pendingCsrs",
+                             (json_int_t)st->pending_csrs, "youngPendingCsrs", (json_int_t)st->young_csrs,
+                             "youngNotReadyNodes", (json_int_t)st->young_not_ready, "unseenAdmissions",
+                             (json_int_t)st->unseen, "budgetUsed", (json_int_t)st->used, "maxJoining",
+                             (json_int_t)st->max_joining, "maxPendingCsrs", (json_int_t)st->max_pending_csrs,
+                             "replicas", (json_int_t)st->replicas, "csrCeiling", st->ceiling, "joinedTotal",
+                             (json_int_t)st->joined_total);
+    if (!p || !more || json_object_update(p, more) < 0) {
+        json_decref(p);
+        p = NULL;
+    }
+    json_decref(more);
+    return p;
 }

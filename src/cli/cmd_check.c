@@ -332,9 +332,11 @@ int cmd_check(int argc, char **argv)
     if (files)
         check_config_warnings(run.cfg, check_print_warning, NULL);
     printf("%s: ok\n", path);
-    /* The admission policies need more than the gate's base ClusterRole
-     * (deploy/kubernetes/components/admission-machines): say what. */
-    if (run.cfg->admission.machines.enabled) {
+    /* The admission policies and pacing's watch need more than the gate's
+     * base ClusterRole (deploy/kubernetes/components/admission-machines,
+     * .../pacing): say what. */
+    if (run.cfg->admission.machines.enabled ||
+        (run.cfg->pace.enabled && run.cfg->enforcement.source == SOURCE_KIND_KUBERNETES)) {
         char rules[2048];
         machines_watch_rbac(run.cfg, rules, sizeof rules);
         printf("rbac: the service account needs get, list and watch on:\n%s", rules);

@@ -76,6 +76,16 @@ static int gate_machines(gate_t *g, char *err, size_t errlen)
     return g->machines ? 0 : -1;
 }
 
+/* pace with the kubernetes source: the Nodes and CSRs watch. Until it has
+ * listed them the room counts by join_timeout alone. */
+static int gate_pace_watch(gate_t *g, char *err, size_t errlen)
+{
+    if (!pace_watch_wanted(g->cfg))
+        return 0;
+    g->pace_watch = gate_new_pace_watch(g, g->cfg, err, errlen);
+    return g->pace_watch ? 0 : -1;
+}
+
 static void gate_on_stop(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
@@ -202,6 +212,7 @@ static void gate_free(gate_t *g)
         free(g->workers);
     }
     free(g->held_tables);
+    pace_watch_free(g->pace_watch);
     pace_room_destroy(&g->pace);
     machines_watch_free(g->machines);
     if (g->ctl)
@@ -296,7 +307,7 @@ static int gate_run(gate_t *g)
         }
         w->env.tokens = atomic_exchange(&w->next_tokens, NULL);
     }
-    if (gate_machines(g, err, sizeof err) < 0)
+    if (gate_machines(g, err, sizeof err) < 0 || gate_pace_watch(g, err, sizeof err) < 0)
         goto fail;
     g->sig_term = evsignal_new(g->base, SIGTERM, gate_on_stop, g);
     g->sig_int = evsignal_new(g->base, SIGINT, gate_on_stop, g);

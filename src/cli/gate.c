@@ -5,6 +5,7 @@
 #include <jansson.h>
 
 #include "core/addr.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "gate.h"
 
@@ -47,6 +48,29 @@ machines_watch_t *gate_new_machines(gate_t *g, config_t *cfg, char *err, size_t 
         return NULL;
     }
     return m;
+}
+
+/* pace_publish_fn of the gate (arg): the room takes the view over. */
+static void gate_publish_pace_view(pace_view_t *view, void *arg)
+{
+    gate_t *g = arg;
+    pace_room_set_view(&g->pace, view, clock_coarse_ms());
+}
+
+pace_watch_t *gate_new_pace_watch(gate_t *g, config_t *cfg, char *err, size_t errlen)
+{
+    pace_watch_t *w = pace_watch_new(g->base, cfg, gate_publish_pace_view, g);
+    if (!w) {
+        snprintf(err, errlen, "pace: out of memory");
+        return NULL;
+    }
+    char why[512];
+    if (pace_watch_start(w, why, sizeof why) < 0) {
+        pace_watch_free(w);
+        snprintf(err, errlen, "pace: the Nodes and CSRs watch failed to start: %s", why);
+        return NULL;
+    }
+    return w;
 }
 
 void gate_log_warning(const char *msg, void *arg)

@@ -17,6 +17,7 @@
 #include "proxy/worker.h"
 #include "source/controller.h"
 #include "source/machines.h"
+#include "source/pace_watch.h"
 #include "source/source.h"
 
 typedef struct gate {
@@ -44,6 +45,7 @@ typedef struct gate {
     metrics_listener_t *metrics;
     token_watch_t *tokens;      /* admission.token; NULL: the policy is off */
     machines_watch_t *machines; /* admission.machines; NULL when off */
+    pace_watch_t *pace_watch;   /* Nodes and CSRs for pace (pace_watch_wanted); NULL when not */
     struct event *sig_term, *sig_int, *sig_hup;
 
     /* Reloads: one at a time; each worker acknowledges on ack_fd. */
@@ -63,6 +65,10 @@ source_t *gate_new_source(gate_t *g, const config_t *cfg);
  * publishing its address sets to the workers. NULL with err when out of
  * memory or its API server settings are unusable (logged). */
 machines_watch_t *gate_new_machines(gate_t *g, config_t *cfg, char *err, size_t errlen);
+/* The pace watch of cfg (which it references), started, handing its views
+ * to the gate's room. NULL with err when out of memory or its API server
+ * settings are unusable (logged). */
+pace_watch_t *gate_new_pace_watch(gate_t *g, config_t *cfg, char *err, size_t errlen);
 /* machines_publish_fn of the gate (arg): hands set to every worker, the
  * reference taken over. */
 void gate_publish_addrset(addrset_t *set, void *arg);

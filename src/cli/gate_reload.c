@@ -16,6 +16,7 @@
 #include <event2/event.h>
 
 #include "cli/cmd.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "gate.h"
 #include "os/socket.h"
@@ -41,6 +42,11 @@ typedef struct reload_plan {
     machines_watch_t *machines;
     addrset_t *no_addresses;
     char machines_why[CONFIG_ERR_LEN];
+    /* pace's Nodes and CSRs watch: a new one (started, or replacing one
+     * against another connection), or the running one stopped. */
+    pace_watch_t *pace_watch;
+    bool pace_watch_stop;
+    char pace_why[CONFIG_ERR_LEN];
 } reload_plan_t;
 
 static void plan_discard(reload_plan_t *p)
@@ -52,6 +58,7 @@ static void plan_discard(reload_plan_t *p)
         SSL_CTX_free(p->listener_tls[l]);
     SSL_CTX_free(p->upstream_tls);
     machines_watch_free(p->machines);
+    pace_watch_free(p->pace_watch);
     addrset_unref(p->no_addresses);
     config_unref(p->cfg);
 }
@@ -193,6 +200,47 @@ static void commit_machines(gate_t *g, reload_plan_t *p)
                           : "the same server: its addresses stay until it has listed");
 }
 
+/* pace.enabled and enforcement.source are live: the watch starts, stops,
+ * or, when its connection changed (pace_watch_outdated, as for the
+ * machines watch), is replaced by one against the new configuration. The
+ * same connection keeps it, and its view, across the reload. */
+static int plan_pace_watch(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
+{
+    if (!pace_watch_wanted(p->cfg)) {
+        p->pace_watch_stop = g->pace_watch != NULL;
+        snprintf(p->pace_why, sizeof p->pace_why, "%s",
+                 p->cfg->pace.enabled ? "enforcement.source is not kubernetes" : "pace.enabled is false");
+        return 0;
+    }
+    snprintf(p->pace_why, sizeof p->pace_why, "pace.enabled with enforcement.source kubernetes");
+    if (g->pace_watch) {
+        int outdated = pace_watch_outdated(g->pace_watch, p->cfg, p->pace_why, sizeof p->pace_why);
+        if (outdated < 0) {
+            snprintf(err, errlen, "pace: %.400s", p->pace_why);
+            return -1;
+        }
+        if (!outdated)
+            return 0;
+    }
+    p->pace_watch = gate_new_pace_watch(g, p->cfg, err, errlen);
+    return p->pace_watch ? 0 : -1;
+}
+
+/* The old view is dropped with its watch: until the new one has listed,
+ * or with none, the room counts by join_timeout alone (it never admits
+ * on another connection's, maybe another cluster's, counts). */
+static void commit_pace_watch(gate_t *g, reload_plan_t *p)
+{
+    if (!p->pace_watch && !p->pace_watch_stop)
+        return;
+    pace_watch_free(g->pace_watch);
+    g->pace_watch = p->pace_watch;
+    p->pace_watch = NULL;
+    pace_room_set_view(&g->pace, NULL, clock_coarse_ms());
+    log_msg(LOG_INFO, "reload", "pace: %s: the Nodes and CSRs watch %s", p->pace_why,
+            g->pace_watch ? "starts; the room counts by join_timeout until it has listed" : "stops");
+}
+
 /* The Kubernetes source moved to another server: another cluster, whose
  * verdict the old view must not decide, as its addresses must not admit
  * in plan_machines. A file names no cluster: a switch between a file and
@@ -251,6 +299,7 @@ static void reload_commit(gate_t *g, reload_plan_t *p)
     if (g->metrics)
         metrics_listener_set_request_timeout(g->metrics, p->cfg->limits.header_timeout_ms);
     commit_machines(g, p);
+    commit_pace_watch(g, p);
     g->acks_pending = g->n_workers;
     for (unsigned w = 0; w < g->n_workers; w++) {
         worker_publish_reload(&g->workers[w], p->msgs[w]);
@@ -289,7 +338,8 @@ void gate_reload(gate_t *g)
     if (!p.cfg || check_config_files(p.cfg, err, sizeof err) < 0 ||
         config_restart_needed(g->cfg, p.cfg, err, sizeof err) < 0 || plan_tls(&p, err, sizeof err) < 0 ||
         plan_messages(g, &p, err, sizeof err) < 0 || plan_listeners(g, &p, err, sizeof err) < 0 ||
-        plan_machines(g, &p, err, sizeof err) < 0 || plan_source(g, &p, err, sizeof err) < 0) {
+        plan_machines(g, &p, err, sizeof err) < 0 || plan_pace_watch(g, &p, err, sizeof err) < 0 ||
+        plan_source(g, &p, err, sizeof err) < 0) {
         /* config_load names the file:line:column itself; the later steps
          * are named after the file too. */
         char named[2 * CONFIG_ERR_LEN];

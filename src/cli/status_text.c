@@ -23,7 +23,8 @@ static const struct {
     {"TokenInvalid", "the client's provisioning token is not an accepted one"},
     {"UnknownMachine", "the client's address is not yet a pending Machine's"},
     {"ActiveNode", "the client's address belongs to a Node that already joined"},
-    {"Paced", "pace.max_joining nodes are joining, or others asked first: its turn comes"},
+    {"Paced", "pace.max_joining nodes are joining (cluster-wide with the API view), others asked first, or "
+              "pace.max_pending_csrs node CSRs are pending: its turn comes"},
     {"ClientBootImageTooOld", "the client's own boot image (its Ignition) is too old"},
 };
 
@@ -222,6 +223,30 @@ static void status_print_pace(FILE *out, const json_t *pace)
             (long long)json_integer_value(json_object_get(pace, "waiting")),
             (long long)json_integer_value(json_object_get(pace, "admittedTotal")),
             (long long)json_integer_value(json_object_get(pace, "joinTimeouts")));
+    /* A gate before this field: nothing to say of how it counts. */
+    const char *counting = status_str(pace, "counting");
+    if (!strcmp(counting, "api"))
+        fprintf(out, "  counting:  by the API: %lld of %lld used (%lld young Nodes not Ready + %lld pending CSRs + "
+                "%lld x %lld admitted, no Node yet), %lld joined Ready\n",
+                (long long)json_integer_value(json_object_get(pace, "budgetUsed")),
+                (long long)json_integer_value(json_object_get(pace, "maxJoining")),
+                (long long)json_integer_value(json_object_get(pace, "youngNotReadyNodes")),
+                (long long)json_integer_value(json_object_get(pace, "youngPendingCsrs")),
+                (long long)json_integer_value(json_object_get(pace, "replicas")),
+                (long long)json_integer_value(json_object_get(pace, "unseenAdmissions")),
+                (long long)json_integer_value(json_object_get(pace, "joinedTotal")));
+    else if (*counting)
+        fprintf(out, "  counting:  by join_timeout alone (%lld of %lld used): %s\n",
+                (long long)json_integer_value(json_object_get(pace, "budgetUsed")),
+                (long long)json_integer_value(json_object_get(pace, "maxJoining")), status_str(pace, "why"));
+    if (*counting && strcmp(counting, "api"))
+        fprintf(out, "  node CSRs: not counted without the API view; ceiling %lld\n",
+                (long long)json_integer_value(json_object_get(pace, "maxPendingCsrs")));
+    else if (*counting)
+        fprintf(out, "  node CSRs: %lld pending within the hour, ceiling %lld%s\n",
+                (long long)json_integer_value(json_object_get(pace, "pendingCsrs")),
+                (long long)json_integer_value(json_object_get(pace, "maxPendingCsrs")),
+                json_is_true(json_object_get(pace, "csrCeiling")) ? ": at the ceiling, nobody is admitted" : "");
     for (size_t i = 0; i < json_array_size(line); i++) {
         const json_t *w = json_array_get(line, i);
         char waited[32], quiet[32];

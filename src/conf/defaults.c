@@ -53,7 +53,8 @@ int config_set_defaults(loader_t *ld, config_t *cfg)
     cfg->admission.machines.page_size = 100;
     cfg->coalesce = (config_coalesce_t){.enabled = true, .max_body = 16u << 20, .max_followers = 1000,
                                         .min_read_rate = 32u << 10};
-    cfg->pace = (config_pace_t){.max_joining = 50, .join_timeout_ms = 30 * 60000, .head_hold_ms = 15000};
+    cfg->pace = (config_pace_t){.max_joining = 50, .join_timeout_ms = 30 * 60000, .head_hold_ms = 15000,
+                                .max_pending_csrs = 90, .replicas = 1};
 
     cfg->gate.n_prefixes = 1;
     if (schema_set_string(ld, ld->root, &cfg->gate.prefixes[0], "/config/") < 0 ||

@@ -53,6 +53,10 @@ static const range_t joining_count = {1, 100000};
 static const range_t join_duration = {1000, 24ull * 3600 * 1000};
 static const range_t head_hold_duration = {1000, 3600 * 1000};
 static const range_t per_minute_count = {0, 100000};
+static const range_t pending_csrs_count = {1, 100000};
+/* Gates in front of one cluster's MCS: one per control-plane node, and a
+ * few more behind a load balancer. */
+static const range_t replicas_count = {1, 64};
 
 static const addr_rules_t listen_rules = {.port_zero = true, .wildcard = true};
 static const addr_rules_t upstream_rules = {0};
@@ -325,6 +329,8 @@ static const field_t pace_fields[] = {
     {"join_timeout", schema_read_duration, PACE_FIELD(join_timeout_ms), &join_duration},
     {"head_hold", schema_read_duration, PACE_FIELD(head_hold_ms), &head_hold_duration},
     {"per_minute", schema_read_count, PACE_FIELD(per_minute), &per_minute_count},
+    {"max_pending_csrs", schema_read_count, PACE_FIELD(max_pending_csrs), &pending_csrs_count},
+    {"replicas", schema_read_count, PACE_FIELD(replicas), &replicas_count},
 };
 static const schema_t pace_schema = SCHEMA(pace_fields);
 

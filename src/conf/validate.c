@@ -305,9 +305,23 @@ static int validate_redirect(loader_t *ld)
     return 0;
 }
 
+/* Each of pace.replicas gates admits while replicas x its own joining
+ * nodes fit in max_joining: fewer slots than gates would leave some, or
+ * all, of them admitting nobody, ever. */
+static int validate_pace(loader_t *ld)
+{
+    const config_pace_t *p = &ld->cfg->pace;
+    if (p->replicas > p->max_joining)
+        return schema_fail_at_path(ld, "pace.replicas",
+                                   "%u gates sharing pace.max_joining %u: each needs at least one slot (raise "
+                                   "max_joining to %u or more)", (unsigned)p->replicas, (unsigned)p->max_joining,
+                                   (unsigned)p->replicas);
+    return 0;
+}
+
 static int (*const validators[])(loader_t *) = {
     validate_listeners, validate_upstream, validate_admin, validate_metrics, validate_enforcement, validate_limits,
-    validate_redirect, validate_coalesce,
+    validate_redirect, validate_coalesce, validate_pace,
 };
 
 int config_validate(loader_t *ld)

@@ -449,6 +449,23 @@ static void metrics_render_pace(FILE *f, const pace_stats_t *p)
     metrics_render_value(f, "skewgate_pace_longest_wait_seconds", "gauge",
                          "How long the first node of the pacing line (of those still asking) has waited.",
                          p->longest_wait_ms / 1000);
+    metrics_render_value(f, "skewgate_pace_api_view", "gauge",
+                         "1 when pacing counts by the API's Nodes and CSRs, 0 when by join_timeout alone.", p->api);
+    metrics_render_value(f, "skewgate_pace_pending_csrs", "gauge",
+                         "Pending kubelet client CSRs created within the last hour (pace.max_pending_csrs: "
+                         "nobody is admitted at it); 0 without the API view.",
+                         p->pending_csrs);
+    metrics_head(f, "skewgate_pace_join_seconds", "histogram",
+                 "Seconds from a node's admission to its Node being Ready (only with the API view).");
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < PACE_JOIN_BUCKETS; b++) {
+        cumulative += p->join_buckets[b];
+        fprintf(f, "skewgate_pace_join_seconds_bucket{le=\"%u\"} %" PRIu64 "\n", PACE_JOIN_BUCKETS_S[b], cumulative);
+    }
+    cumulative += p->join_buckets[PACE_JOIN_BUCKETS];
+    fprintf(f, "skewgate_pace_join_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
+    fprintf(f, "skewgate_pace_join_seconds_sum %.3f\n", (double)p->join_sum_ms / 1e3);
+    fprintf(f, "skewgate_pace_join_seconds_count %" PRIu64 "\n", cumulative);
 }
 
 char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, const metrics_gate_t *g,

@@ -1,8 +1,15 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/hash.h"
 #include "proxy/pace.h"
+
+const unsigned PACE_JOIN_BUCKETS_S[PACE_JOIN_BUCKETS] = {30, 60, 120, 300, 600, 900, 1200, 1800, 3600};
+
+/* The approver's window (cluster-machine-approver's maxPendingDelta): it
+ * counts the CSRs pending that were created within the last hour. */
+#define PACE_CSR_WINDOW_MS (3600 * 1000)
 
 /* ---- the table and the lists ------------------------------------------ */
 
@@ -33,6 +40,8 @@ void pace_room_destroy(pace_room_t *r)
         }
     free(r->buckets);
     r->buckets = NULL;
+    pace_view_free(r->view);
+    r->view = NULL;
     pthread_mutex_destroy(&r->lock);
 }
 
@@ -112,36 +121,135 @@ static void pace_copy_pool(pace_node_t *n, const char *pool)
 
 /* ---- time passing ------------------------------------------------------ */
 
+/* How long ago t was at now_ms; 0 when t is later. Each caller reads its
+ * clock before it takes the lock, so a time another worker wrote since
+ * may be a tick (4 ms) ahead of its now: unsigned, that difference
+ * wrapped to 2^64 and a node admitted an instant ago had timed out. */
+static uint64_t pace_age(uint64_t now_ms, uint64_t t)
+{
+    return now_ms > t ? now_ms - t : 0;
+}
+
+/* n is joining no more: off the joining list and forgotten. */
+static void pace_unjoin(pace_room_t *r, pace_node_t *n)
+{
+    pace_list_remove(&r->joining, n);
+    if (!n->is_node)
+        r->unseen--;
+    pace_forget(r, n);
+}
+
 /* A node admitted join_timeout ago has joined or never will: its slot is
- * free. (A Node of its address turning Ready will end it sooner, once the
- * room follows Nodes.) */
+ * free. (A Node of its address turning Ready ends it sooner, in
+ * pace_room_set_view.) */
 static void pace_expire(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
-    while (r->joining.head && now_ms - r->joining.head->admitted_ms >= cfg->join_timeout_ms) {
-        pace_node_t *n = r->joining.head;
-        pace_list_remove(&r->joining, n);
+    while (r->joining.head && pace_age(now_ms, r->joining.head->admitted_ms) >= cfg->join_timeout_ms) {
         r->timed_out_total++;
-        pace_forget(r, n);
+        pace_unjoin(r, r->joining.head);
     }
+}
+
+static bool pace_trusted(const pace_room_t *r)
+{
+    return r->view && r->view->trusted;
+}
+
+/* The class of a node's address in the view: ACTIVE a Ready Node's,
+ * PENDING another Node's, UNKNOWN none (or no view). */
+static addrset_class_t pace_node_class(const pace_room_t *r, const addrset_key_t *k)
+{
+    return r->view && r->view->nodes ? addrset_lookup_key(r->view->nodes, k) : ADDRSET_UNKNOWN;
+}
+
+/* now - window on the view's clock: the times after it are within the
+ * window (the clock may be younger than the window: nothing is before). */
+static int64_t pace_since(uint64_t now_ms, uint64_t window_ms)
+{
+    return (int64_t)now_ms - (int64_t)window_ms;
+}
+
+static uint32_t pace_young_not_ready(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
+{
+    const pace_view_t *v = r->view;
+    return (uint32_t)pace_view_after(v->not_ready_created, v->n_not_ready, pace_since(now_ms, cfg->join_timeout_ms));
+}
+
+static uint32_t pace_csrs_within(const pace_room_t *r, uint64_t window_ms, uint64_t now_ms)
+{
+    const pace_view_t *v = r->view;
+    return (uint32_t)pace_view_after(v->csr_created, v->n_csrs, pace_since(now_ms, window_ms));
+}
+
+/* The CSR ceiling holds: the approver is near the count past which it
+ * approves nothing, so no node is added to the pending ones. Only a
+ * trusted view can say so. */
+static bool pace_ceiling(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
+{
+    return pace_trusted(r) && pace_csrs_within(r, PACE_CSR_WINDOW_MS, now_ms) >= cfg->max_pending_csrs;
+}
+
+/* The budget used, as the counting mode counts it: V + replicas x O with
+ * a trusted view, replicas x the joining nodes without. */
+static uint64_t pace_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
+{
+    uint64_t replicas = cfg->replicas ? cfg->replicas : 1;
+    if (!pace_trusted(r))
+        return replicas * r->joining.n;
+    uint64_t v = (uint64_t)pace_young_not_ready(r, cfg, now_ms) + pace_csrs_within(r, cfg->join_timeout_ms, now_ms);
+    return v + replicas * r->unseen;
+}
+
+void pace_room_set_view(pace_room_t *r, pace_view_t *view, uint64_t now_ms)
+{
+    pthread_mutex_lock(&r->lock);
+    pace_view_free(r->view);
+    r->view = view;
+    bool trusted = pace_trusted(r);
+    r->unseen = 0;
+    for (pace_node_t *n = r->joining.head, *next; n; n = next) {
+        next = n->next;
+        addrset_class_t cls = pace_node_class(r, &n->key);
+        if (trusted && cls == ADDRSET_ACTIVE) {
+            /* Joined: the seconds from its admission to a Ready Node. */
+            uint64_t took = pace_age(now_ms, n->admitted_ms);
+            size_t b = 0;
+            while (b < PACE_JOIN_BUCKETS && took > PACE_JOIN_BUCKETS_S[b] * 1000ull)
+                b++;
+            r->join_buckets[b]++;
+            r->join_sum_ms += took;
+            r->joined_total++;
+            n->is_node = true;
+            pace_unjoin(r, n);
+            continue;
+        }
+        n->is_node = cls != ADDRSET_UNKNOWN;
+        r->unseen += !n->is_node;
+    }
+    pthread_mutex_unlock(&r->lock);
 }
 
 static bool pace_present(const pace_node_t *n, const config_pace_t *cfg, uint64_t now_ms)
 {
-    return now_ms - n->seen_ms < cfg->head_hold_ms;
+    return pace_age(now_ms, n->seen_ms) < cfg->head_hold_ms;
 }
 
 /* Slots free now: under max_joining, and under per_minute's admissions of
  * the last minute when it is set. */
 static uint32_t pace_free(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
-    uint32_t free = r->joining.n < cfg->max_joining ? cfg->max_joining - r->joining.n : 0;
+    /* Each admission adds replicas to the budget used (its own, unseen
+     * by the API yet, or blind): the slots are what is left, in steps. */
+    uint64_t used = pace_used(r, cfg, now_ms);
+    uint64_t replicas = cfg->replicas ? cfg->replicas : 1;
+    uint32_t free = used < cfg->max_joining ? (uint32_t)((cfg->max_joining - used) / replicas) : 0;
     if (cfg->per_minute) {
         uint32_t ring = sizeof r->recent / sizeof r->recent[0];
         uint32_t limit = cfg->per_minute < ring ? cfg->per_minute : ring;
         uint32_t in_minute = 0;
         for (uint32_t i = 0; i < limit; i++) {
             uint64_t t = r->recent[(r->recent_at + ring - 1 - i) % ring];
-            if (t && now_ms - t < 60000)
+            if (t && pace_age(now_ms, t) < 60000)
                 in_minute++;
         }
         uint32_t left = limit > in_minute ? limit - in_minute : 0;
@@ -185,8 +293,10 @@ policy_pace_t pace_look(pace_room_t *r, const config_pace_t *cfg, const struct s
     pace_expire(r, cfg, now_ms);
     const pace_node_t *n = pace_find(r, &k);
     policy_pace_t p = {.joining = n && n->admitted_ms};
-    if (!p.joining)
-        p.turn = pace_turn(r, cfg, n, now_ms);
+    if (!p.joining) {
+        p.ceiling = pace_ceiling(r, cfg, now_ms);
+        p.turn = !p.ceiling && pace_turn(r, cfg, n, now_ms);
+    }
     pthread_mutex_unlock(&r->lock);
     return p;
 }
@@ -201,7 +311,7 @@ bool pace_join(pace_room_t *r, const config_pace_t *cfg, const struct sockaddr_s
     bool ok = true;
     if (n && n->admitted_ms) {
         n->seen_ms = now_ms;            /* a retry inside its slot */
-    } else if (!pace_turn(r, cfg, n, now_ms)) {
+    } else if (pace_ceiling(r, cfg, now_ms) || !pace_turn(r, cfg, n, now_ms)) {
         ok = false;
     } else if (!n && r->n_nodes >= r->max_nodes) {
         ok = false;                     /* no room to count it: it would join unseen */
@@ -216,6 +326,8 @@ bool pace_join(pace_room_t *r, const config_pace_t *cfg, const struct sockaddr_s
         } else {
             n->seen_ms = n->admitted_ms = now_ms;
             pace_copy_pool(n, pool);
+            n->is_node = pace_node_class(r, &k) != ADDRSET_UNKNOWN;
+            r->unseen += !n->is_node;
             pace_list_push(&r->joining, n);
             uint32_t ring = sizeof r->recent / sizeof r->recent[0];
             r->recent[r->recent_at] = now_ms;
@@ -233,7 +345,7 @@ static void pace_sweep_line(pace_room_t *r, const config_pace_t *cfg, uint64_t n
 {
     for (pace_node_t *w = r->line.head, *next; w; w = next) {
         next = w->next;
-        if (now_ms - w->seen_ms >= cfg->join_timeout_ms) {
+        if (pace_age(now_ms, w->seen_ms) >= cfg->join_timeout_ms) {
             pace_list_remove(&r->line, w);
             pace_forget(r, w);
         }
@@ -268,11 +380,27 @@ size_t pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, pa
     pthread_mutex_lock(&r->lock);
     pace_expire(r, cfg, now_ms);
     *stats = (pace_stats_t){.joining = r->joining.n, .waiting = r->line.n, .admitted_total = r->admitted_total,
-                            .timed_out_total = r->timed_out_total, .unrecorded_total = r->unrecorded_total};
+                            .timed_out_total = r->timed_out_total, .unrecorded_total = r->unrecorded_total,
+                            .api = pace_trusted(r), .unseen = r->unseen, .used = pace_used(r, cfg, now_ms),
+                            .ceiling = pace_ceiling(r, cfg, now_ms), .joined_total = r->joined_total,
+                            .join_sum_ms = r->join_sum_ms, .max_joining = cfg->max_joining,
+                            .max_pending_csrs = cfg->max_pending_csrs, .replicas = cfg->replicas};
+    memcpy(stats->join_buckets, r->join_buckets, sizeof stats->join_buckets);
+    /* An untrusted view's counts are not shown: they are not counted. */
+    if (stats->api) {
+        stats->pending_csrs = pace_csrs_within(r, PACE_CSR_WINDOW_MS, now_ms);
+        stats->young_csrs = pace_csrs_within(r, cfg->join_timeout_ms, now_ms);
+        stats->young_not_ready = pace_young_not_ready(r, cfg, now_ms);
+    } else if (r->view) {
+        memcpy(stats->why, r->view->why, sizeof stats->why);
+    } else {
+        snprintf(stats->why, sizeof stats->why,
+                 "no Nodes and CSRs watch: pacing follows the API only with enforcement.source: kubernetes");
+    }
     for (const pace_node_t *w = r->line.head; w; w = w->next) {
         bool present = pace_present(w, cfg, now_ms);
         if (present && !stats->present)
-            stats->longest_wait_ms = now_ms - w->first_ms;
+            stats->longest_wait_ms = pace_age(now_ms, w->first_ms);
         stats->present += present;
         if (k == max)
             continue;

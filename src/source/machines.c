@@ -403,6 +403,12 @@ void machines_watch_rbac(const config_t *cfg, char *buf, size_t len)
     if (cfg->enforcement.source == SOURCE_KIND_KUBERNETES)
         append_line(buf, len, &at, "  ClusterRole: apiGroups [operator.openshift.io] resources "
                     "[machineconfigurations] verbs [get list watch] (enforcement.source: kubernetes)\n");
+    /* pace's watch (source/pace_watch.c): Nodes Ready, kubelet CSRs pending. */
+    if (cfg->pace.enabled && cfg->enforcement.source == SOURCE_KIND_KUBERNETES) {
+        append_line(buf, len, &at, "  ClusterRole: apiGroups [\"\"] resources [nodes] verbs [get list watch] (pace)\n");
+        append_line(buf, len, &at, "  ClusterRole: apiGroups [certificates.k8s.io] resources [certificatesigningrequests] "
+                    "verbs [get list watch] (pace)\n");
+    }
     if (!am->enabled)
         return;
     append_line(buf, len, &at, "  ClusterRole: apiGroups [\"\"] resources [nodes] verbs [get list watch] "

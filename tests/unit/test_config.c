@@ -1295,3 +1295,23 @@ Test(config, coalesce_bad_values_name_their_place)
     expect_error(MINIMAL "coalesce:\n  enabled: false\n  ttl: 5s\n",
                  "t.yaml:5:8: coalesce.ttl: only applies with coalesce.enabled: true");
 }
+
+/* pace.max_pending_csrs and pace.replicas (issue 26): defaults, bounds,
+ * and fewer slots than gates refused where replicas is written. */
+Test(config, pace_csr_ceiling_and_replicas)
+{
+    config_t *cfg = parse_ok(MINIMAL);
+    cr_expect_eq(cfg->pace.max_pending_csrs, 90u);
+    cr_expect_eq(cfg->pace.replicas, 1u);
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "pace:\n  enabled: true\n  max_joining: 12\n  replicas: 3\n  max_pending_csrs: 50\n");
+    cr_expect_eq(cfg->pace.replicas, 3u);
+    cr_expect_eq(cfg->pace.max_pending_csrs, 50u);
+    config_free(cfg);
+    expect_error(MINIMAL "pace:\n  replicas: 65\n", "t.yaml:4:13: pace.replicas: must be from 1 to 64");
+    expect_error(MINIMAL "pace:\n  max_pending_csrs: 0\n",
+                 "t.yaml:4:21: pace.max_pending_csrs: must be greater than 0");
+    expect_error(MINIMAL "pace:\n  max_joining: 4\n  replicas: 5\n",
+                 "t.yaml:5:13: pace.replicas: 5 gates sharing pace.max_joining 4: each needs at least one slot "
+                 "(raise max_joining to 5 or more)");
+}

@@ -3,6 +3,8 @@
  * injected time and loopback addresses as nodes. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy/decide.h"
@@ -14,7 +16,8 @@ static config_pace_t cfg;
 static void setup(void)
 {
     cr_assert_eq(pace_room_init(&room, 1000), 0);
-    cfg = (config_pace_t){.enabled = true, .max_joining = 10, .join_timeout_ms = 60000, .head_hold_ms = 15000};
+    cfg = (config_pace_t){.enabled = true, .max_joining = 10, .join_timeout_ms = 60000, .head_hold_ms = 15000,
+                          .max_pending_csrs = 90, .replicas = 1};
 }
 
 static void teardown(void)
@@ -159,4 +162,375 @@ Test(pace, a_full_room_paces_a_newcomer_unrecorded_and_never_admits_past_the_bud
     pace_report(&room, &cfg, 1000, &st, w, 8);
     cr_assert_eq(st.joining + st.waiting, 4u);
     cr_assert_eq(st.unrecorded_total, 6u);
+}
+
+/* ---- following the API (pace_room_set_view) ---------------------------- */
+
+static addrset_key_t key_of(int i)
+{
+    struct sockaddr_storage a = node(i);
+    addrset_key_t k;
+    cr_assert_eq(addrset_key_from_sockaddr(&a, &k), 0);
+    return k;
+}
+
+/* A view: nodes ready[] Ready and not_ready[] not (each created at
+ * created, on the room's clock), n_csrs pending kubelet CSRs created at
+ * csr_created; trusted or not. Any list may be NULL. */
+typedef struct view_spec {
+    bool trusted;
+    const int *ready;
+    size_t n_ready;
+    const int *not_ready;
+    size_t n_not_ready;
+    int64_t created;
+    size_t n_csrs;
+    int64_t csr_created;
+} view_spec_t;
+
+static pace_view_t *view_of(view_spec_t s)
+{
+    pace_view_t *v = calloc(1, sizeof *v);
+    cr_assert(v);
+    v->trusted = s.trusted;
+    if (!s.trusted)
+        snprintf(v->why, sizeof v->why, "the API watch is failing: test");
+    addrset_builder_t b = {0};
+    for (size_t i = 0; i < s.n_ready; i++) {
+        addrset_key_t k = key_of(s.ready[i]);
+        addrset_builder_add(&b, &k, ADDRSET_ACTIVE);
+    }
+    v->not_ready_created = calloc(s.n_not_ready + 1, sizeof(int64_t));
+    for (size_t i = 0; i < s.n_not_ready; i++) {
+        addrset_key_t k = key_of(s.not_ready[i]);
+        addrset_builder_add(&b, &k, ADDRSET_PENDING);
+        v->not_ready_created[v->n_not_ready++] = s.created;
+    }
+    v->csr_created = calloc(s.n_csrs + 1, sizeof(int64_t));
+    for (size_t i = 0; i < s.n_csrs; i++)
+        v->csr_created[v->n_csrs++] = s.csr_created;
+    v->nodes = addrset_build(&b);
+    cr_assert(v->nodes && v->not_ready_created && v->csr_created);
+    return v;
+}
+
+static pace_stats_t stats_at(uint64_t now)
+{
+    pace_stats_t st;
+    pace_report(&room, &cfg, now, &st, NULL, 0);
+    return st;
+}
+
+Test(pace, a_ready_node_frees_its_slot_and_the_next_of_the_line_go_in_order_whatever_their_retry_timing)
+{
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true}), 0);
+    int admitted = 0;
+    for (int i = 0; i < 50; i++)
+        admitted += ask(i, 1000 + (uint64_t)i);
+    cr_assert_eq(admitted, 10);
+    for (int i = 10; i < 50; i++)
+        cr_assert_not(ask(i, 15000));   /* the line keeps asking (head_hold 15 s) */
+    /* Nodes 0, 1, 2 are Ready 20 s later: their slots free now, not at
+     * join_timeout (60 s). */
+    const int ready[] = {0, 1, 2};
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .ready = ready, .n_ready = 3}), 21000);
+    pace_stats_t st = stats_at(21000);
+    cr_assert_eq(st.joining, 7u);
+    cr_assert_eq(st.joined_total, 3u);
+    cr_assert_eq(st.timed_out_total, 0u);
+    /* The line retries, the last first: exactly 10, 11, 12 get in. */
+    for (int i = 49; i >= 10; i--) {
+        bool got = ask(i, 22000 + (uint64_t)(49 - i));
+        cr_assert_eq(got, i <= 12, "node %d %s", i, got ? "admitted" : "paced");
+    }
+    cr_assert_eq(stats_at(23000).joining, 10u);
+}
+
+Test(pace, the_budget_is_the_clusters_young_not_ready_nodes_and_csrs_plus_replicas_times_our_unseen)
+{
+    cfg.max_joining = 12;
+    cfg.replicas = 3;
+    /* Nothing joining anywhere: 12 / 3 = 4 of ours, each counted 3 times. */
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true}), 0);
+    int admitted = 0;
+    for (int i = 0; i < 10; i++)
+        admitted += ask(i, 1000);
+    cr_assert_eq(admitted, 4);
+    cr_assert_eq(stats_at(1000).used, 12u);
+    pace_room_destroy(&room);
+    cr_assert_eq(pace_room_init(&room, 1000), 0);
+
+    /* Other replicas' nodes: 3 young Nodes not Ready (addresses 100..102)
+     * and 2 pending CSRs, V = 5: (12 - 5) / 3 = 2 of ours. */
+    const int others[] = {100, 101, 102};
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .not_ready = others, .n_not_ready = 3,
+                                                    .created = 500, .n_csrs = 2, .csr_created = 500}),
+                       1000);
+    admitted = 0;
+    for (int i = 0; i < 10; i++)
+        admitted += ask(i, 1000);
+    cr_assert_eq(admitted, 2, "V 5 + 3 x 2 = 11 <= 12; a third would make 14");
+    pace_stats_t st = stats_at(1000);
+    cr_assert_eq(st.young_not_ready, 3u);
+    cr_assert_eq(st.young_csrs, 2u);
+    cr_assert_eq(st.unseen, 2u);
+    cr_assert_eq(st.used, 11u);
+    cr_assert(st.api);
+
+    /* Node 0 (ours) shows as a Node not Ready: the API counts it (V 6),
+     * ours unseen drop to 1: 6 + 3 = 9, room for one more (12). */
+    const int more[] = {100, 101, 102, 0};
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .not_ready = more, .n_not_ready = 4,
+                                                    .created = 1500, .n_csrs = 2, .csr_created = 500}),
+                       2000);
+    cr_assert_eq(stats_at(2000).used, 9u);
+    admitted = 0;
+    for (int i = 2; i < 10; i++)
+        admitted += ask(i, 2000);
+    cr_assert_eq(admitted, 1);
+    cr_assert_eq(stats_at(2000).used, 12u);
+
+    /* join_timeout (60 s) later the Nodes and CSRs of then are no longer
+     * young: only ours count (their slots too have timed out by then). */
+    st = stats_at(62000);
+    cr_assert_eq(st.young_not_ready, 0u);
+    cr_assert_eq(st.young_csrs, 0u);
+}
+
+Test(pace, the_csr_ceiling_holds_every_new_node_and_lifting_it_admits_again)
+{
+    cfg.max_pending_csrs = 5;
+    /* 5 kubelet CSRs pending since 50 min ago (past join_timeout, so not
+     * in V, but within the approver's hour): nobody new is admitted. */
+    const int64_t now = 4 * 3600 * 1000;
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .n_csrs = 5, .csr_created = now - 50 * 60000}),
+                       now);
+    struct sockaddr_storage a = node(1);
+    policy_pace_t p = pace_look(&room, &cfg, &a, now);
+    cr_assert(p.ceiling);
+    cr_assert_not(p.turn);
+    for (int i = 0; i < 5; i++)
+        cr_assert_not(ask(i, now + (uint64_t)i));
+    pace_stats_t st = stats_at(now + 10);
+    cr_assert(st.ceiling);
+    cr_assert_eq(st.pending_csrs, 5u);
+    cr_assert_eq(st.joining, 0u);
+    /* An hour after their creation they are no longer the approver's. */
+    cr_assert(ask(0, now + 10 * 60000 + 1), "the CSRs left the hour");
+    /* Back at the ceiling: node 0 (joining) is admitted again within its
+     * slot; the others still wait. Then the CSRs are approved. */
+    const int64_t later = now + 10 * 60000 + 20000;
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .n_csrs = 5, .csr_created = later}), later);
+    cr_assert(ask(0, later + 1));
+    cr_assert_not(ask(1, later + 2));
+    cr_assert(pace_look(&room, &cfg, &a, later + 3).ceiling);
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true}), later + 3);
+    cr_assert(ask(1, later + 4));
+    /* A view that cannot be trusted says nothing of the ceiling. */
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = false, .n_csrs = 50, .csr_created = now}), now);
+    cr_assert_not(pace_look(&room, &cfg, &a, later + 5).ceiling);
+}
+
+Test(pace, blind_it_frees_slots_only_at_join_timeout_and_never_admits_past_the_budget)
+{
+    cfg.replicas = 2;
+    /* No view (file source): replicas x ours <= 10, so 5 of ours. */
+    int admitted = 0;
+    for (int i = 0; i < 20; i++)
+        admitted += ask(i, 1000);
+    cr_assert_eq(admitted, 5);
+    pace_stats_t st = stats_at(1000);
+    cr_assert_not(st.api);
+    cr_assert_eq(st.used, 10u);
+    cr_assert(strstr(st.why, "enforcement.source"), "%s", st.why);
+    /* A view that cannot be trusted (a collection failing) shows nodes 0..4
+     * Ready: the room does not take its word, and frees nothing. */
+    const int ready[] = {0, 1, 2, 3, 4};
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = false, .ready = ready, .n_ready = 5}), 2000);
+    for (int i = 19; i >= 5; i--)
+        cr_assert_not(ask(i, 3000));
+    st = stats_at(3000);
+    cr_assert_eq(st.joining, 5u);
+    cr_assert_eq(st.joined_total, 0u);
+    cr_assert(strstr(st.why, "failing"), "%s", st.why);
+    /* A trusted view counted 2 x 3 of ours unseen, and let 2 more in (V 0:
+     * 2 x 5 = 10)... then the API fails: blind, 2 x joining = 10 again,
+     * and no one else gets in before join_timeout. */
+    for (int i = 5; i < 20; i++)
+        cr_assert_not(ask(i, 30000));
+    cr_assert(ask(5, 61000), "join_timeout (60 s) freed the first five");
+    cr_assert_eq(stats_at(61000).timed_out_total, 5u);
+}
+
+Test(pace, a_trusted_view_then_a_failing_one_never_admits_past_the_blind_budget)
+{
+    /* Trusted: nodes 0..9 admitted; 0..4 show as Nodes not Ready (counted
+     * in V once), 5..9 unseen: V 5 + 5 = 10. */
+    const int seen[] = {0, 1, 2, 3, 4};
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true}), 0);
+    for (int i = 0; i < 10; i++)
+        cr_assert(ask(i, 1000));
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .not_ready = seen, .n_not_ready = 5,
+                                                    .created = 1500}), 2000);
+    cr_assert_eq(stats_at(2000).used, 10u);
+    /* The watch fails: blind, the own joining count is the budget used. */
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = false}), 3000);
+    for (int i = 10; i < 20; i++)
+        cr_assert_not(ask(i, 4000));
+    cr_assert_eq(stats_at(4000).used, 10u);
+}
+
+Test(pace, the_admitted_to_ready_seconds_fill_the_histogram)
+{
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true}), 0);
+    cr_assert(ask(0, 0));
+    cr_assert(ask(1, 0));
+    cr_assert(ask(2, 0));
+    const int r0[] = {0};
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .ready = r0, .n_ready = 1}), 45000);
+    const int r01[] = {0, 1};
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .ready = r01, .n_ready = 2}), 300000);
+    cfg.join_timeout_ms = 24ull * 3600 * 1000;
+    const int r012[] = {0, 1, 2};
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .ready = r012, .n_ready = 3}), 4000000);
+    pace_stats_t st = stats_at(4000000);
+    cr_assert_eq(st.joined_total, 3u);
+    cr_assert_eq(st.join_buckets[1], 1u, "45 s: le 60");
+    cr_assert_eq(st.join_buckets[3], 1u, "300 s: le 300");
+    cr_assert_eq(st.join_buckets[PACE_JOIN_BUCKETS], 1u, "4000 s: +Inf");
+    cr_assert_eq(st.join_sum_ms, 45000u + 300000u + 4000000u);
+}
+
+/* ---- replicas (docs/pacing.md "Replicas") ------------------------------ */
+
+static bool ask_in(pace_room_t *r, int i, uint64_t now)
+{
+    struct sockaddr_storage a = node(i);
+    policy_pace_t p = pace_look(r, &cfg, &a, now);
+    if (p.joining || (p.turn && !p.ceiling))
+        if (pace_join(r, &cfg, &a, "worker", now))
+            return true;
+    pace_wait(r, &cfg, &a, "worker", now);
+    return false;
+}
+
+enum { SIM_WAITING, SIM_UNSEEN, SIM_CSR, SIM_NOT_READY, SIM_READY };
+
+/* The cluster as the API would show it now: Ready and not Ready Nodes,
+ * pending CSRs. */
+static pace_view_t *sim_view(const int *state, int n, int64_t now)
+{
+    int ready[256] = {0}, not_ready[256] = {0};
+    size_t n_ready = 0, n_not_ready = 0, n_csrs = 0;
+    for (int i = 0; i < n; i++) {
+        if (state[i] == SIM_READY)
+            ready[n_ready++] = i;
+        else if (state[i] == SIM_NOT_READY)
+            not_ready[n_not_ready++] = i;
+        n_csrs += state[i] == SIM_CSR;
+    }
+    return view_of((view_spec_t){.trusted = true, .ready = ready, .n_ready = n_ready, .not_ready = not_ready,
+                                 .n_not_ready = n_not_ready, .created = now, .n_csrs = n_csrs, .csr_created = now});
+}
+
+/* The example of the docs: 3 gates, max_joining 12, 4 each; gate 0's
+ * Nodes appear, it admits 2 more while the others' stay unseen: 14. */
+Test(pace, replicas_the_documented_excess_when_one_gates_nodes_register_first)
+{
+    cfg.max_joining = 12;
+    cfg.replicas = 3;
+    pace_room_t rooms[3];
+    int state[64] = {0};
+    for (int g = 0; g < 3; g++) {
+        cr_assert_eq(pace_room_init(&rooms[g], 100), 0);
+        pace_room_set_view(&rooms[g], sim_view(state, 64, 0), 0);
+    }
+    int admitted = 0;
+    for (int g = 0; g < 3; g++)
+        for (int i = 10 * g; i < 10 * g + 10; i++)
+            admitted += ask_in(&rooms[g], i, 1000);
+    cr_assert_eq(admitted, 12);
+    for (int i = 0; i < 4; i++)
+        state[i] = SIM_NOT_READY;       /* gate 0's: 0..3 */
+    for (int g = 0; g < 3; g++)
+        pace_room_set_view(&rooms[g], sim_view(state, 64, 2000), 2000);
+    int more = 0;
+    for (int i = 4; i < 10; i++)
+        more += ask_in(&rooms[0], i, 3000);
+    for (int g = 1; g < 3; g++)
+        for (int i = 10 * g + 4; i < 10 * g + 10; i++)
+            more += ask_in(&rooms[g], i, 3000);
+    cr_assert_eq(more, 2, "gate 0: 4 + 3 x 2 <= 12; gates 1, 2: 4 + 3 x 5 > 12");
+    cr_assert_leq(admitted + more, 12 + 2 * (12 / 3 - 1));
+    for (int g = 0; g < 3; g++)
+        pace_room_destroy(&rooms[g]);
+}
+
+/* Random scale-ups through 3 gates whose views agree, or lag (a gate
+ * misses some updates): the nodes admitted and not Ready stay within
+ * max_joining + (replicas - 1) x (floor(max_joining / replicas) - 1). */
+Test(pace, replicas_never_pass_the_documented_bound)
+{
+    const int n = 200, gates = 3;
+    cfg.max_joining = 12;
+    cfg.replicas = (uint32_t)gates;
+    cfg.join_timeout_ms = 24ull * 3600 * 1000;
+    cfg.head_hold_ms = 3600 * 1000;
+    const int bound = 12 + (gates - 1) * (12 / gates - 1);
+    unsigned seed = 26;
+    int worst = 0;
+    for (int run = 0; run < 20; run++) {
+        pace_room_t rooms[3];
+        int state[200] = {0};
+        for (int g = 0; g < gates; g++) {
+            cr_assert_eq(pace_room_init(&rooms[g], 1000), 0);
+            pace_room_set_view(&rooms[g], sim_view(state, n, 0), 0);
+        }
+        int joining = 0;
+        for (uint64_t step = 1; step < 4000; step++) {
+            uint64_t now = step * 10;
+            int i = (int)(rand_r(&seed) % (unsigned)n);
+            int before = state[i];
+            switch (state[i]) {
+            case SIM_WAITING:
+                if (ask_in(&rooms[rand_r(&seed) % (unsigned)gates], i, now)) {
+                    state[i] = SIM_UNSEEN;
+                    joining++;
+                }
+                break;
+            case SIM_UNSEEN:
+            case SIM_CSR:
+            case SIM_NOT_READY:
+                state[i]++;
+                joining -= state[i] == SIM_READY;
+                break;
+            }
+            if (state[i] != before && before != SIM_WAITING)
+                for (int g = 0; g < gates; g++)     /* each gate sees it, or not yet (lag) */
+                    if (run % 2 == 0 || rand_r(&seed) % 3)
+                        pace_room_set_view(&rooms[g], sim_view(state, n, (int64_t)now), now);
+            cr_assert_leq(joining, bound, "run %d step %llu: %d joining", run, (unsigned long long)step, joining);
+            if (joining > worst)
+                worst = joining;
+        }
+        for (int g = 0; g < gates; g++)
+            pace_room_destroy(&rooms[g]);
+    }
+    cr_log_info("replicas 3, max_joining 12: at most %d joining (bound %d)", worst, bound);
+    cr_assert_geq(worst, 12, "the budget is used");
+}
+
+/* Workers read the clock before they take the room's lock: one whose now
+ * is a tick behind a node another worker just admitted must not see that
+ * node as admitted 2^64 ms ago (timed out: its slot free again). */
+Test(pace, a_worker_a_tick_behind_does_not_time_out_a_node_just_admitted)
+{
+    cfg.max_joining = 1;
+    cfg.per_minute = 1;
+    cr_assert(ask(0, 1004));
+    cr_assert_not(ask(1, 1000), "the slot is node 0's: no join_timeout passed");
+    cr_assert_not(ask(2, 1001));
+    pace_stats_t st = stats_at(1000);
+    cr_assert_eq(st.timed_out_total, 0u);
+    cr_assert_eq(st.joining, 1u);
 }

@@ -18,7 +18,9 @@ typedef enum { TOKEN_OFF, TOKEN_ON } token_policy_t;
 typedef enum { MACHINES_OFF, MACHINES_NO_LIST, MACHINES_PENDING, MACHINES_ACTIVE, MACHINES_UNKNOWN } machines_t;
 /* What the pace room saw (conn asks it only for a request the rules
  * would admit, then asks the rules again; any view is judged the same). */
-typedef enum { PACE_OFF, PACE_JOINING, PACE_TURN, PACE_WAIT } pace_t;
+/* PACE_CEILING: its turn, but the node CSRs pending are at
+ * pace.max_pending_csrs; PACE_JOINING_CEILING: joining, at the ceiling. */
+typedef enum { PACE_OFF, PACE_JOINING, PACE_TURN, PACE_WAIT, PACE_CEILING, PACE_JOINING_CEILING } pace_t;
 
 typedef struct row {
     const char *path;               /* the request target */
@@ -67,6 +69,9 @@ static const row_t rows[] = {
     {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_PACED, PACE_WAIT},
     {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_TURN},
     {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_JOINING},
+    /* the CSR ceiling holds a node whose turn it is, not one joining (its retries) */
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_PACED, PACE_CEILING},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_JOINING_CEILING},
     {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_REJECT, ADMISSION_PASS, PACE_WAIT},
     {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, ACCEPT_32, POLICY_EVIDENCE, ADMISSION_PASS, PACE_WAIT},
     {"/config/worker", TOKEN_ON, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_TOKEN_MISSING, PACE_WAIT},
@@ -142,7 +147,9 @@ Test(policy_decide, every_row)
         cr_assert_not_null(snap);
         addrset_t *set = addresses(r->machines, &peer);
         policy_request_t rq = {.head = head, .req = &req, .clean = clean, .clean_len = clean_len, .peer = &peer};
-        policy_pace_t pace = {.joining = r->pace == PACE_JOINING, .turn = r->pace == PACE_TURN};
+        policy_pace_t pace = {.joining = r->pace == PACE_JOINING || r->pace == PACE_JOINING_CEILING,
+                              .turn = r->pace == PACE_TURN || r->pace == PACE_CEILING,
+                              .ceiling = r->pace == PACE_CEILING || r->pace == PACE_JOINING_CEILING};
         policy_view_t view = {.cfg = cfg, .tokens = r->token == TOKEN_ON ? tokens : NULL, .addresses = set,
                               .snapshot = snap, .pace = r->pace == PACE_OFF ? NULL : &pace};
         policy_decision_t d = policy_decide(&rq, &view);

@@ -141,3 +141,48 @@ Test(status_text, a_machines_watch_that_listed)
     free(text);
     json_decref(v);
 }
+
+/* Pacing: how the budget is counted, and the CSR ceiling (issue 26). */
+static char *pace_text(json_t *pace)
+{
+    json_t *v = json_pack("{s:s, s:s, s:s}", "decision", "admit", "reason", "Compliant", "source", "kubernetes");
+    json_t *held = json_pack("{s:[], s:i, s:i, s:i, s:i, s:o}", "clients", "held", 0, "admittedAfterHold", 0,
+                             "overflow", 0, "forgetAfterSeconds", 900, "pace", pace);
+    cr_assert(v && held);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    status_print_text(f, v, NULL, held, 1796119800);
+    fclose(f);
+    json_decref(v);
+    json_decref(held);
+    return text;
+}
+
+Test(status_text, pacing_by_the_api_and_at_the_csr_ceiling)
+{
+    char *text = pace_text(json_pack(
+        "{s:i, s:i, s:i, s:i, s:[], s:s, s:n, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:i}", "joining", 4,
+        "waiting", 20, "admittedTotal", 9, "joinTimeouts", 0, "line", "counting", "api", "why", "pendingCsrs", 90,
+        "youngPendingCsrs", 2, "youngNotReadyNodes", 3, "unseenAdmissions", 1, "budgetUsed", 8, "maxJoining", 10,
+        "maxPendingCsrs", 90, "replicas", 3, "csrCeiling", 1, "joinedTotal", 5));
+    cr_assert_not_null(strstr(text, "  counting:  by the API: 8 of 10 used (3 young Nodes not Ready + 2 pending CSRs + "
+                                    "3 x 1 admitted, no Node yet), 5 joined Ready\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "  node CSRs: 90 pending within the hour, ceiling 90: at the ceiling, nobody is admitted\n"),
+                       "%s", text);
+    free(text);
+}
+
+Test(status_text, pacing_blind_says_why)
+{
+    char *text = pace_text(json_pack(
+        "{s:i, s:i, s:i, s:i, s:[], s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:i}", "joining", 10,
+        "waiting", 2, "admittedTotal", 10, "joinTimeouts", 0, "line", "counting", "join_timeout", "why",
+        "the API watch is failing: Nodes: connect: refused", "pendingCsrs", 0, "youngPendingCsrs", 0,
+        "youngNotReadyNodes", 0, "unseenAdmissions", 10, "budgetUsed", 10, "maxJoining", 10, "maxPendingCsrs", 90,
+        "replicas", 1, "csrCeiling", 0, "joinedTotal", 0));
+    cr_assert_not_null(strstr(text, "  counting:  by join_timeout alone (10 of 10 used): the API watch is failing: "
+                                    "Nodes: connect: refused\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "  node CSRs: not counted without the API view; ceiling 90\n"), "%s", text);
+    free(text);
+}

@@ -1,0 +1,436 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "conf/reload.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/time.h"
+#include "source/kube/reflector.h"
+#include "source/pace_watch.h"
+
+/* The signer of a new node's first CSR (its kubelet's client
+ * certificate), the one cluster-machine-approver counts. */
+#define KUBELET_CLIENT_SIGNER "kubernetes.io/kube-apiserver-client-kubelet"
+
+/* A Node's record: one byte (Ready), its creation (int64 wall ms), then
+ * 16 bytes an address; a pending kubelet CSR's: its creation only. Both
+ * as binary jansson strings under the object's name. */
+#define NODE_HEAD (1 + sizeof(int64_t))
+
+enum { COLL_NODES, COLL_CSRS, COLL__MAX };
+
+typedef struct pace_coll {
+    struct pace_watch *w;
+    const char *what;           /* "Nodes", "CSRs" */
+    kube_reflector_t *reflector;
+    json_t *records;            /* the view */
+    json_t *listing;            /* the list under way, swapped in when whole */
+    bool listed;                /* listed at least once since the start */
+    bool failing;               /* its last request failed; a whole list ends it */
+} pace_coll_t;
+
+struct pace_watch {
+    struct event_base *base;
+    config_t *cfg;              /* a reference of its own */
+    pace_publish_fn publish;
+    void *arg;
+    kube_api_t api;
+    bool api_ready;
+    pace_coll_t colls[COLL__MAX];
+    struct event *rebuild_ev;   /* many changes in one loop turn: one view */
+    bool trusted;               /* of the last view published, for the log */
+    char last_error[PACE_VIEW_WHY_LEN];
+};
+
+/* ---- reading the objects (pure) ---------------------------------------- */
+
+static int64_t created_ms(const json_t *object)
+{
+    const char *ts = json_string_value(json_object_get(json_object_get(object, "metadata"), "creationTimestamp"));
+    time_t t;
+    if (!ts || time_parse_rfc3339(ts, &t) < 0)
+        return 0;
+    return (int64_t)t * 1000;
+}
+
+/* The condition of that type in status.conditions; NULL: none. */
+static const json_t *condition(const json_t *object, const char *type)
+{
+    const json_t *list = json_object_get(json_object_get(object, "status"), "conditions");
+    size_t i;
+    const json_t *c;
+    json_array_foreach(list, i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        if (t && !strcmp(t, type))
+            return c;
+    }
+    return NULL;
+}
+
+int pace_watch_read_node(const json_t *object, pace_node_record_t *out, char *err, size_t errlen)
+{
+    if (kube_addresses_read(object, &out->addresses, err, errlen) < 0)
+        return -1;
+    const char *status = json_string_value(json_object_get(condition(object, "Ready"), "status"));
+    out->ready = status && !strcmp(status, "True");
+    out->created_ms = created_ms(object);
+    return 0;
+}
+
+int pace_watch_read_csr(const json_t *object, pace_csr_record_t *out, char *err, size_t errlen)
+{
+    *out = (pace_csr_record_t){0};
+    out->name = json_string_value(json_object_get(json_object_get(object, "metadata"), "name"));
+    if (!out->name || !*out->name) {
+        snprintf(err, errlen, "object without metadata.name");
+        return -1;
+    }
+    /* The approver's own test of a pending CSR: none of these conditions
+     * (whatever its status field says, as kubectl's "Pending" column). */
+    const char *signer = json_string_value(json_object_get(json_object_get(object, "spec"), "signerName"));
+    out->pending_kubelet = signer && !strcmp(signer, KUBELET_CLIENT_SIGNER) && !condition(object, "Approved") &&
+                           !condition(object, "Denied") && !condition(object, "Failed");
+    out->created_ms = created_ms(object);
+    return 0;
+}
+
+/* ---- the records -------------------------------------------------------- */
+
+static int64_t wall_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* The creation kept for name (at byte off of its record) when it was
+ * first seen without a creationTimestamp; now when it is new. */
+static int64_t first_seen(const json_t *table, const char *name, size_t off)
+{
+    const json_t *old = json_object_get(table, name);
+    int64_t t;
+    if (!old || json_string_length(old) < off + sizeof t)
+        return wall_ms();
+    memcpy(&t, json_string_value(old) + off, sizeof t);
+    return t;
+}
+
+/* Keeps what the object says in table; true when that changed it. */
+static bool keep_object(pace_coll_t *c, json_t *table, const json_t *object, bool deleted)
+{
+    char err[256];
+    const char *name;
+    char bytes[NODE_HEAD + KUBE_ADDRESSES_MAX * sizeof(addrset_key_t)];
+    size_t len = 0;
+    bool keep;
+    /* An object without creationTimestamp (never from a real API server)
+     * is taken as created when first seen: young, so counted. */
+    int64_t created;
+    if (c == &c->w->colls[COLL_NODES]) {
+        pace_node_record_t n;
+        if (pace_watch_read_node(object, &n, err, sizeof err) < 0) {
+            log_msg(LOG_WARN, "pace_object", "Nodes: skipped: %s", err);
+            return false;
+        }
+        name = n.addresses.name;
+        keep = !deleted;
+        created = n.created_ms ? n.created_ms : first_seen(table, name, 1);
+        bytes[0] = n.ready;
+        memcpy(bytes + 1, &created, sizeof created);
+        for (size_t i = 0; i < n.addresses.n; i++)
+            memcpy(bytes + NODE_HEAD + i * sizeof(addrset_key_t), n.addresses.keys[i].b, sizeof(addrset_key_t));
+        len = NODE_HEAD + n.addresses.n * sizeof(addrset_key_t);
+    } else {
+        pace_csr_record_t r;
+        if (pace_watch_read_csr(object, &r, err, sizeof err) < 0) {
+            log_msg(LOG_WARN, "pace_object", "CSRs: skipped: %s", err);
+            return false;
+        }
+        name = r.name;
+        keep = !deleted && r.pending_kubelet;
+        created = r.created_ms ? r.created_ms : first_seen(table, name, 0);
+        memcpy(bytes, &created, sizeof created);
+        len = sizeof created;
+    }
+    json_t *old = json_object_get(table, name);
+    if (!keep)
+        return old && json_object_del(table, name) == 0;
+    if (old && json_string_length(old) == len && !memcmp(json_string_value(old), bytes, len))
+        return false;
+    json_t *record = json_stringn_nocheck(bytes, len);
+    if (!record || json_object_set_new(table, name, record) < 0) {
+        log_msg(LOG_ERROR, "pace_object", "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* ---- the view ----------------------------------------------------------- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static bool every_listed(const pace_watch_t *w)
+{
+    for (size_t i = 0; i < COLL__MAX; i++)
+        if (!w->colls[i].listed)
+            return false;
+    return true;
+}
+
+static const pace_coll_t *first_failing(const pace_watch_t *w)
+{
+    for (size_t i = 0; i < COLL__MAX; i++)
+        if (w->colls[i].failing)
+            return &w->colls[i];
+    return NULL;
+}
+
+static pace_view_t *build_view(pace_watch_t *w)
+{
+    pace_view_t *v = calloc(1, sizeof *v);
+    if (!v)
+        return NULL;
+    const pace_coll_t *failing = first_failing(w);
+    v->trusted = every_listed(w) && !failing;
+    if (failing)
+        snprintf(v->why, sizeof v->why, "the API watch is failing: %.200s", w->last_error[0] ? w->last_error : failing->what);
+    else if (!v->trusted)
+        snprintf(v->why, sizeof v->why, "the Nodes and CSRs watch has not listed them yet since it started");
+    /* Creation times move to the room's clock once, here. */
+    int64_t to_mono = (int64_t)clock_coarse_ms() - wall_ms();
+    const json_t *nodes = w->colls[COLL_NODES].records, *csrs = w->colls[COLL_CSRS].records;
+    v->not_ready_created = malloc((json_object_size(nodes) + 1) * sizeof *v->not_ready_created);
+    v->csr_created = malloc((json_object_size(csrs) + 1) * sizeof *v->csr_created);
+    addrset_builder_t b = {0};
+    const char *name;
+    json_t *record;
+    json_object_foreach((json_t *)nodes, name, record) {
+        const char *bytes = json_string_value(record);
+        size_t n = (json_string_length(record) - NODE_HEAD) / sizeof(addrset_key_t);
+        bool ready = bytes[0];
+        for (size_t i = 0; i < n; i++) {
+            addrset_key_t key;
+            memcpy(key.b, bytes + NODE_HEAD + i * sizeof key, sizeof key);
+            addrset_builder_add(&b, &key, ready ? ADDRSET_ACTIVE : ADDRSET_PENDING);
+        }
+        if (!ready && v->not_ready_created) {
+            int64_t t;
+            memcpy(&t, bytes + 1, sizeof t);
+            v->not_ready_created[v->n_not_ready++] = t + to_mono;
+        }
+    }
+    json_object_foreach((json_t *)csrs, name, record) {
+        if (v->csr_created) {
+            int64_t t;
+            memcpy(&t, json_string_value(record), sizeof t);
+            v->csr_created[v->n_csrs++] = t + to_mono;
+        }
+    }
+    v->nodes = addrset_build(&b);
+    if (!v->nodes || !v->not_ready_created || !v->csr_created) {
+        pace_view_free(v);
+        return NULL;
+    }
+    qsort(v->not_ready_created, v->n_not_ready, sizeof *v->not_ready_created, cmp_i64);
+    qsort(v->csr_created, v->n_csrs, sizeof *v->csr_created, cmp_i64);
+    return v;
+}
+
+static void publish(pace_watch_t *w)
+{
+    pace_view_t *v = build_view(w);
+    if (!v) {
+        log_msg(LOG_ERROR, "pace_view", "out of memory: the room keeps the previous view");
+        return;
+    }
+    if (v->trusted != w->trusted)
+        log_msg(v->trusted ? LOG_INFO : LOG_WARN, "pace_view", "%s",
+                v->trusted ? "pacing counts by the API: every Nodes and CSRs list is in, none failing"
+                           : v->why);
+    w->trusted = v->trusted;
+    log_json(LOG_DEBUG, "pace_view",
+             json_pack("{s:b, s:I, s:I, s:I, s:I}", "trusted", v->trusted, "nodes",
+                       (json_int_t)json_object_size(w->colls[COLL_NODES].records), "ready",
+                       (json_int_t)addrset_count(v->nodes, ADDRSET_ACTIVE), "not_ready",
+                       (json_int_t)v->n_not_ready, "pending_csrs", (json_int_t)v->n_csrs));
+    w->publish(v, w->arg);
+}
+
+static void schedule(pace_watch_t *w)
+{
+    event_active(w->rebuild_ev, EV_TIMEOUT, 0);
+}
+
+static void on_rebuild(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    publish(arg);
+}
+
+/* ---- the reflectors' callbacks ------------------------------------------ */
+
+static void on_list_begin(void *arg)
+{
+    pace_coll_t *c = arg;
+    json_decref(c->listing);
+    c->listing = json_object();
+}
+
+static void on_item(void *arg, json_t *item)
+{
+    pace_coll_t *c = arg;
+    if (c->listing)
+        keep_object(c, c->listing, item, false);
+}
+
+static void on_listed(void *arg, const char *rv)
+{
+    (void)rv;
+    pace_coll_t *c = arg;
+    if (!c->listing) {
+        log_msg(LOG_ERROR, "pace_object", "%s: out of memory: keeping the previous view", c->what);
+        return;
+    }
+    json_decref(c->records);
+    c->records = c->listing;
+    c->listing = NULL;
+    c->listed = true;
+    c->failing = false;
+    schedule(c->w);
+}
+
+static void on_event(void *arg, const kube_event_t *ev, uint64_t arrived_ns)
+{
+    (void)arrived_ns;
+    pace_coll_t *c = arg;
+    if (keep_object(c, c->records, ev->object, ev->type == KUBE_EVENT_DELETED))
+        schedule(c->w);
+}
+
+static void on_synced(void *arg)
+{
+    (void)arg;
+}
+
+static void on_failing(void *arg)
+{
+    pace_coll_t *c = arg;
+    c->failing = true;
+    schedule(c->w);
+}
+
+static void on_error(void *arg, const char *why)
+{
+    pace_coll_t *c = arg;
+    snprintf(c->w->last_error, sizeof c->w->last_error, "%s: %s", c->what, why);
+}
+
+/* ---- life --------------------------------------------------------------- */
+
+bool pace_watch_wanted(const config_t *cfg)
+{
+    return cfg->pace.enabled && cfg->enforcement.source == SOURCE_KIND_KUBERNETES;
+}
+
+pace_watch_t *pace_watch_new(struct event_base *base, config_t *cfg, pace_publish_fn publish_fn, void *arg)
+{
+    pace_watch_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->base = base;
+    /* Its own reference: the kube_api_t borrows the strings of
+     * enforcement.kubernetes, and a reload frees the configuration it
+     * came from. */
+    w->cfg = config_ref(cfg);
+    w->publish = publish_fn;
+    w->arg = arg;
+    w->colls[COLL_NODES] = (pace_coll_t){.w = w, .what = "Nodes"};
+    w->colls[COLL_CSRS] = (pace_coll_t){.w = w, .what = "CSRs"};
+    w->rebuild_ev = event_new(base, -1, 0, on_rebuild, w);
+    bool ok = w->rebuild_ev != NULL;
+    for (size_t i = 0; i < COLL__MAX; i++)
+        ok = (w->colls[i].records = json_object()) != NULL && ok;
+    if (!ok) {
+        pace_watch_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+int pace_watch_start(pace_watch_t *w, char *err, size_t errlen)
+{
+    if (kube_api_init(&w->api, &w->cfg->enforcement.kubernetes, err, errlen) < 0) {
+        log_msg(LOG_ERROR, "pace_error", "pace: %s", err);
+        return -1;
+    }
+    w->api_ready = true;
+    static const kube_reflector_cbs_t cbs = {on_list_begin, on_item, on_listed,
+                                             on_event, on_synced, on_failing, on_error};
+    static const char *const paths[COLL__MAX] = {
+        "/api/v1/nodes", "/apis/certificates.k8s.io/v1/certificatesigningrequests"};
+    static const char *const rbac[COLL__MAX] = {
+        "get, list and watch on nodes (core, cluster-wide)",
+        "get, list and watch on certificatesigningrequests.certificates.k8s.io (cluster-wide)"};
+    static const char *const what[COLL__MAX] = {"Nodes (pace)", "CSRs (pace)"};
+    for (size_t i = 0; i < COLL__MAX; i++) {
+        /* Pages of 500: a real Node is about 10 KiB, a CSR 1-2 KiB, far
+         * below the client's 8 MiB answer limit. */
+        kube_reflector_cfg_t rcfg = {
+            .what = what[i],
+            .collection = {paths[i], NULL, 500},
+            .rbac_hint = rbac[i],
+            .watch_timeout_ms = w->cfg->enforcement.kubernetes.watch_timeout_ms,
+        };
+        if (!(w->colls[i].reflector = kube_reflector_new(w->base, &w->api, &rcfg, &cbs, &w->colls[i]))) {
+            snprintf(err, errlen, "out of memory");
+            log_msg(LOG_ERROR, "pace_error", "pace: out of memory");
+            return -1;
+        }
+    }
+    log_json(LOG_INFO, "pace_watch", json_pack("{s:s}", "server", w->api.ep.authority));
+    for (size_t i = 0; i < COLL__MAX; i++)
+        kube_reflector_start(w->colls[i].reflector);
+    /* The first view (nothing listed: not trusted) a loop turn later. */
+    schedule(w);
+    return 0;
+}
+
+void pace_watch_free(pace_watch_t *w)
+{
+    if (!w)
+        return;
+    for (size_t i = 0; i < COLL__MAX; i++) {
+        kube_reflector_free(w->colls[i].reflector);
+        json_decref(w->colls[i].records);
+        json_decref(w->colls[i].listing);
+    }
+    if (w->rebuild_ev)
+        event_free(w->rebuild_ev);
+    if (w->api_ready)
+        kube_api_destroy(&w->api);
+    config_unref(w->cfg);
+    free(w);
+}
+
+int pace_watch_outdated(const pace_watch_t *w, const config_t *cfg, char *why, size_t len)
+{
+    if (!config_kube_same(&w->cfg->enforcement.kubernetes, &cfg->enforcement.kubernetes)) {
+        snprintf(why, len, "enforcement.kubernetes changed");
+        return 1;
+    }
+    if (!w->api_ready)
+        return 0;
+    int changed = kube_api_ca_changed(&w->api, why, len);
+    if (changed > 0)
+        snprintf(why, len, "the CA in %s changed", w->api.ca_file);
+    return changed;
+}

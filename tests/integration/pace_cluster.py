@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""pace_cluster.py: a scale-up through several gates that share one cluster,
+simulated against the fake API server, checking the cluster-wide bound.
+
+N nodes (NET.1 .. NET.N; a node is its address) ask for /config/worker, each
+time at a gate picked at random (ports), until admitted. An admitted node then
+joins as a real one does, on the fake API: after a moment its kubelet files a
+client CSR (signer kube-apiserver-client-kubelet, pending), which is approved
+a moment later as its Node appears not Ready; a moment after that the Node is
+Ready. After every admission and every Node turning Ready the script checks
+that the nodes admitted and not Ready yet (cluster-wide, as it knows them:
+it makes them Ready itself) are at most BOUND, and records the highest count.
+
+Writes a JSON summary to --out: admitted, ready, max_joining_seen, bound,
+seconds, violations. Exit 0 when every node is Ready within --limit seconds
+and no check failed. Bounded: N <= 250, limit <= 60 s, 10 s an answer."""
+import argparse, http.client, json, random, re, socket, ssl, sys, time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--ports", required=True, help="the gates' plain ports, comma-separated")
+ap.add_argument("--nodes", type=int, default=60)
+ap.add_argument("--net", default="127.3.0")
+ap.add_argument("--fake-port", type=int, required=True)
+ap.add_argument("--ca", required=True)
+ap.add_argument("--bound", type=int, required=True)
+ap.add_argument("--limit", type=float, default=50)
+ap.add_argument("--seed", type=int, default=26)
+ap.add_argument("--out", required=True)
+a = ap.parse_args()
+assert 1 <= a.nodes <= 250 and 0 < a.limit <= 60
+ports = [int(p) for p in a.ports.split(",")]
+rnd = random.Random(a.seed)
+
+ctx = ssl.create_default_context(cafile=a.ca)
+fake = http.client.HTTPSConnection("127.0.0.1", a.fake_port, context=ctx, timeout=10)
+
+
+def ctl(fault):
+    fake.request("POST", "/_fake/fault", body=json.dumps(fault).encode(), headers={"Content-Type": "application/json"})
+    r = fake.getresponse()
+    body = r.read()
+    if r.status // 100 != 2:
+        sys.exit("control API: %d %s" % (r.status, body[:300]))
+
+
+def now_rfc3339():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def ask(i, port):
+    s = socket.socket()
+    s.bind(("%s.%d" % (a.net, i), 0))
+    s.settimeout(10)
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"GET /config/worker HTTP/1.1\r\nHost: x\r\nUser-Agent: pace-node\r\nConnection: close\r\n\r\n")
+    got = b""
+    while True:
+        c = s.recv(65536)
+        if not c:
+            break
+        got += c
+    s.close()
+    reason = re.search(rb"\r\nSkewgate-Reason: *([A-Za-z]+)", got)
+    return int(got.split(b" ", 2)[1]), reason.group(1).decode() if reason else ""
+
+
+def csr(i, approved):
+    st = {"conditions": [{"type": "Approved", "status": "True", "reason": "NodeCSRApprove"}]} if approved else {}
+    ctl({"fault": "set_resource", "resource": "certificatesigningrequests.certificates.k8s.io",
+         "object": {"metadata": {"name": "csr-node-%d" % i, "creationTimestamp": now_rfc3339()},
+                    "spec": {"signerName": "kubernetes.io/kube-apiserver-client-kubelet"}, "status": st}})
+
+
+def node(i, ready):
+    ctl({"fault": "set_resource", "resource": "nodes",
+         "object": {"metadata": {"name": "node-%d" % i},
+                    "status": {"addresses": [{"type": "InternalIP", "address": "%s.%d" % (a.net, i)}],
+                               "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}})
+
+
+waiting = set(range(1, a.nodes + 1))
+admitted, ready = {}, set()
+events = []         # (due, seq, kind, node): csr, register, ready
+seq = 0
+max_seen, violations, errors = 0, [], []
+start = time.monotonic()
+
+
+def check(what):
+    global max_seen
+    joining = len(admitted) - len(ready)
+    max_seen = max(max_seen, joining)
+    if joining > a.bound:
+        violations.append({"t": round(time.monotonic() - start, 2), "after": what, "joining": joining})
+
+
+while len(ready) < a.nodes and time.monotonic() - start < a.limit:
+    t = time.monotonic()
+    # The joins under way, in time order.
+    events.sort()
+    while events and events[0][0] <= t:
+        _, _, kind, i = events.pop(0)
+        if kind == "csr":
+            csr(i, False)
+        elif kind == "register":
+            csr(i, True)
+            node(i, False)
+        else:
+            node(i, True)
+            ready.add(i)
+            check("node %d Ready" % i)
+    # A few of the waiting nodes ask, each at a gate picked at random.
+    for i in rnd.sample(sorted(waiting), min(len(waiting), 8)):
+        status, reason = ask(i, rnd.choice(ports))
+        if status == 200:
+            waiting.discard(i)
+            admitted[i] = t
+            check("node %d admitted" % i)
+            # boot + kubelet, minutes in a real cluster, here 0.2-0.6 s to
+            # its CSR, 0.3-1.2 s more to its Node, 0.3-1.2 s more to Ready
+            d1 = rnd.uniform(0.2, 0.6)
+            d2 = d1 + rnd.uniform(0.3, 1.2)
+            d3 = d2 + rnd.uniform(0.3, 1.2)
+            for d, kind in ((d1, "csr"), (d2, "register"), (d3, "ready")):
+                seq += 1
+                events.append((t + d, seq, kind, i))
+        elif not (status == 503 and reason == "Paced"):
+            errors.append([i, status, reason])
+    time.sleep(0.05)
+
+summary = {"nodes": a.nodes, "admitted": len(admitted), "ready": len(ready), "max_joining_seen": max_seen,
+           "bound": a.bound, "seconds": round(time.monotonic() - start, 1), "violations": violations[:10],
+           "errors": errors[:10]}
+json.dump(summary, open(a.out, "w"))
+print(json.dumps(summary))
+sys.exit(0 if len(ready) == a.nodes and not violations and not errors else 1)
