@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# deploy/kubernetes/components/admission-machines (and
-# admission-machines-cluster-api beside it): an overlay that adds them
-# renders offline (`kubectl kustomize`), adds to the gate's service account
-# exactly get/list/watch on nodes (cluster-wide) and on machines in their
-# namespaces, and those are the rules `skewgate check` prints for a config
-# with admission.machines on (and cluster_api on with the second). The
-# first component names no namespace but openshift-machine-api: a Role in
-# openshift-cluster-api, which only clusters running the Cluster API have,
-# would fail the whole `oc apply` everywhere else.
+# The RBAC components of deploy/kubernetes/components: an overlay that adds
+# them renders offline (`kubectl kustomize`) and adds to the gate's service
+# account exactly the rules `skewgate check` prints for the config that
+# needs them, nothing more:
+# - admission-machines (and admission-machines-cluster-api beside it):
+#   get/list/watch on nodes (cluster-wide) and on machines in their
+#   namespaces, for admission.machines (and its cluster_api). The first
+#   names no namespace but openshift-machine-api: a Role in
+#   openshift-cluster-api, which only clusters running the Cluster API
+#   have, would fail the whole `oc apply` everywhere else.
+# - pacing: get/list/watch on nodes and certificatesigningrequests, for
+#   pace.enabled with the kubernetes source; no other set grants CSRs.
 . "$(dirname "$0")/lib.sh"
 need_kubectl
 export KUBECONFIG="$TMP/no-cluster"
@@ -26,6 +29,7 @@ overlay() {
 }
 overlay machines admission-machines
 overlay machines-capi admission-machines admission-machines-cluster-api
+overlay pacing pacing
 kubectl kustomize "$TMP/k/load-balancer" >"$TMP/without.yaml" || fail "kustomize load-balancer"
 
 note "check prints the rules the config needs"
@@ -33,6 +37,19 @@ printf 'listeners:\n  - address: "127.0.0.1:0"\nadmission:\n  machines:\n    ena
 printf '    cluster_api:\n      enabled: true\n' | cat "$TMP/gate.yaml" - >"$TMP/gate-capi.yaml"
 "$SKEWGATE_BIN" check -c "$TMP/gate.yaml" >"$TMP/check.out" || fail "check refused the config"
 "$SKEWGATE_BIN" check -c "$TMP/gate-capi.yaml" >"$TMP/check-capi.out" || fail "check refused the cluster_api config"
+cat >"$TMP/gate-pace.yaml" <<EOF
+listeners:
+  - address: "127.0.0.1:0"
+enforcement:
+  source: kubernetes
+  kubernetes:
+    server: https://127.0.0.1:6443
+    ca_file: $TMP/ca.crt
+    token_file: $TMP/token
+pace:
+  enabled: true
+EOF
+"$SKEWGATE_BIN" check -c "$TMP/gate-pace.yaml" >"$TMP/check-pace.out" || fail "check refused the pacing config"
 plain=$(printf 'listeners:\n  - address: "127.0.0.1:0"\n' >"$TMP/plain.yaml"; "$SKEWGATE_BIN" check -c "$TMP/plain.yaml")
 [ "$plain" = "$TMP/plain.yaml: ok" ] || fail "check printed RBAC for a config without admission.machines: $plain"
 
@@ -67,7 +84,7 @@ for d in added:
 # check's lines: "  ClusterRole: apiGroups [G] ..." or "  Role in NS: apiGroups [G] ...", admission ones only
 want = set()
 for line in open(sys.argv[3]):
-    m = re.match(r'^  (ClusterRole|Role in (\S+)): apiGroups \[(.*?)\] resources \[(\S+)\] verbs \[(.*?)\] \((admission[^)]*)\)$', line)
+    m = re.match(r'^  (ClusterRole|Role in (\S+)): apiGroups \[(.*?)\] resources \[(\S+)\] verbs \[(.*?)\] \(((?:admission|pace)[^)]*)\)$', line)
     if m:
         group = m.group(3).strip('"')
         want.add(("ClusterRole" if m.group(1) == "ClusterRole" else "Role", m.group(2) or "", group, m.group(4),
@@ -82,4 +99,9 @@ rules "$TMP/machines.yaml" "$TMP/without.yaml" "$TMP/check.out" 2 openshift-mach
   fail "the admission-machines component's rules"
 rules "$TMP/machines-capi.yaml" "$TMP/without.yaml" "$TMP/check-capi.out" 3 openshift-machine-api openshift-cluster-api ||
   fail "the rules of both admission-machines components"
+rules "$TMP/pacing.yaml" "$TMP/without.yaml" "$TMP/check-pace.out" 2 ||
+  fail "the pacing component's rules"
+for f in "$TMP/without.yaml" "$TMP/machines.yaml" "$TMP/machines-capi.yaml"; do
+  if has certificatesigningrequests "$f"; then fail "$(basename "$f") grants CSRs"; fi
+done
 echo PASS
