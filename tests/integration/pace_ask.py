@@ -4,7 +4,8 @@
 127.0.0.1:PORT, one after the other (LAST first with --reverse), each
 waiting for its answer. Prints one line a node: "i STATUS REASON". Bounded:
 at most 250 nodes, 10 s an answer."""
-import argparse, re, socket
+import argparse
+from pace_node import fetch
 
 ap = argparse.ArgumentParser()
 ap.add_argument("port", type=int)
@@ -17,20 +18,8 @@ assert 1 <= a.first <= a.last <= 250
 
 
 def ask(i):
-    s = socket.socket()
-    s.bind(("%s.%d" % (a.net, i), 0))
-    s.settimeout(10)
-    s.connect(("127.0.0.1", a.port))
-    s.sendall(b"GET /config/worker HTTP/1.1\r\nHost: x\r\nUser-Agent: pace-node\r\nConnection: close\r\n\r\n")
-    got = b""
-    while True:
-        c = s.recv(65536)
-        if not c:
-            break
-        got += c
-    s.close()
-    reason = re.search(rb"\r\nSkewgate-Reason: *([A-Za-z]+)", got)
-    return int(got.split(b" ", 2)[1]), reason.group(1).decode() if reason else "-"
+    status, reason = fetch("%s.%d" % (a.net, i), a.port)
+    return status, reason or "-"
 
 
 nodes = range(a.first, a.last + 1)

@@ -14,7 +14,8 @@ it makes them Ready itself) are at most BOUND, and records the highest count.
 Writes a JSON summary to --out: admitted, ready, max_joining_seen, bound,
 seconds, violations. Exit 0 when every node is Ready within --limit seconds
 and no check failed. Bounded: N <= 250, limit <= 60 s, 10 s an answer."""
-import argparse, http.client, json, random, re, socket, ssl, sys, time
+import argparse, http.client, json, random, ssl, sys, time
+from pace_node import fetch
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--ports", required=True, help="the gates' plain ports, comma-separated")
@@ -48,20 +49,7 @@ def now_rfc3339():
 
 
 def ask(i, port):
-    s = socket.socket()
-    s.bind(("%s.%d" % (a.net, i), 0))
-    s.settimeout(10)
-    s.connect(("127.0.0.1", port))
-    s.sendall(b"GET /config/worker HTTP/1.1\r\nHost: x\r\nUser-Agent: pace-node\r\nConnection: close\r\n\r\n")
-    got = b""
-    while True:
-        c = s.recv(65536)
-        if not c:
-            break
-        got += c
-    s.close()
-    reason = re.search(rb"\r\nSkewgate-Reason: *([A-Za-z]+)", got)
-    return int(got.split(b" ", 2)[1]), reason.group(1).decode() if reason else ""
+    return fetch("%s.%d" % (a.net, i), port)
 
 
 def csr(i, approved):

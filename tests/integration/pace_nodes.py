@@ -8,7 +8,8 @@ must not buy a place), until all are admitted or --limit seconds pass.
 Writes to FILE one line per admission: "ROUND NODE" (round 0: the first
 asks). With --reload-pid, sends SIGHUP to PID once K nodes are admitted
 (the line must survive it). Bounded in nodes and time."""
-import argparse, os, re, signal, socket, time
+import argparse, os, signal, time
+from pace_node import fetch
 
 ap = argparse.ArgumentParser()
 ap.add_argument("port", type=int)
@@ -23,21 +24,7 @@ a = ap.parse_args()
 assert 1 <= a.n <= 250 and 0 < a.limit <= 120
 
 def ask(i):
-    s = socket.socket()
-    s.bind(("127.1.0.%d" % i, 0))
-    s.settimeout(10)
-    s.connect(("127.0.0.1", a.port))
-    s.sendall(b"GET /config/worker HTTP/1.1\r\nHost: x\r\nUser-Agent: pace-node\r\nConnection: close\r\n\r\n")
-    got = b""
-    while True:
-        c = s.recv(65536)
-        if not c:
-            break
-        got += c
-    s.close()
-    status = int(got.split(b" ", 2)[1])
-    reason = re.search(rb"\r\nSkewgate-Reason: *([A-Za-z]+)", got)
-    return status, reason.group(1).decode() if reason else ""
+    return fetch("127.1.0.%d" % i, a.port)
 
 out = open(a.out, "w", buffering=1)
 waiting = list(range(1, a.n + 1))
