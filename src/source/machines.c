@@ -9,7 +9,7 @@
 #include "conf/reload.h"
 #include "core/log.h"
 #include "source/kube/addresses.h"
-#include "source/kube/reflector.h"
+#include "source/kube/table.h"
 #include "source/machines.h"
 
 /* One watched collection and what is kept of its objects: name -> record,
@@ -23,15 +23,7 @@ typedef struct collection {
     char path[256];
     char what[300];
     char rbac[300];
-    kube_reflector_t *reflector;
-    json_t *records;            /* the view */
-    json_t *listing;            /* the list under way, swapped in when whole */
-    bool listed;                /* listed at least once */
-    double listed_at;           /* wall seconds its last list came in whole */
-    /* Its last request failed: the reflector lists again after a backoff,
-     * and only a whole list ends it (it never resumes a watch after a
-     * failure). */
-    bool failing;
+    kube_table_t table;
 } collection_t;
 
 enum { COLL_NODES, COLL_MACHINES, COLL_CAPI_MACHINES, COLL__MAX };
@@ -66,7 +58,7 @@ static void note_state(machines_watch_t *m)
 {
     machines_state_t state = m->synced ? MACHINES_SYNCED : MACHINES_SYNCING;
     for (size_t i = 0; i < m->n_colls; i++)
-        if (m->colls[i].failing)
+        if (m->colls[i].table.failing)
             state = MACHINES_FAILING;
     if (state != m->state) {
         m->state = state;
@@ -89,9 +81,10 @@ static void schedule_rebuild(machines_watch_t *m)
         event_active(m->rebuild_ev, EV_TIMEOUT, 0);
 }
 
-/* Keeps what the object says in table; true when that changed the view. */
-static bool keep_object(collection_t *c, json_t *table, const json_t *object, bool deleted)
+/* kube_table_ops_t.keep: the addresses and whether it has a nodeRef. */
+static bool keep_object(void *owner, json_t *records, const json_t *object, bool deleted)
 {
+    collection_t *c = owner;
     kube_addresses_t a;
     char err[256];
     if (kube_addresses_read(object, &a, err, sizeof err) < 0) {
@@ -102,33 +95,19 @@ static bool keep_object(collection_t *c, json_t *table, const json_t *object, bo
         log_msg(LOG_WARN, "machines_object", "%s %.200s: %zu addresses beyond the first %d ignored",
                 c->kind, a.name, a.dropped, KUBE_ADDRESSES_MAX);
     if (deleted)
-        return json_object_del(table, a.name) == 0;
+        return json_object_del(records, a.name) == 0;
     json_t *record = record_of(&a);
     if (!record) {
         log_msg(LOG_ERROR, "machines_object", "out of memory");
         return false;
     }
-    json_t *old = json_object_get(table, a.name);
+    json_t *old = json_object_get(records, a.name);
     if (old && json_equal(old, record)) {
         json_decref(record);
         return false;
     }
-    json_object_set_new(table, a.name, record);
+    json_object_set_new(records, a.name, record);
     return true;
-}
-
-static void on_list_begin(void *arg)
-{
-    collection_t *c = arg;
-    json_decref(c->listing);
-    c->listing = json_object();
-}
-
-static void on_item(void *arg, json_t *item)
-{
-    collection_t *c = arg;
-    if (c->listing)
-        keep_object(c, c->listing, item, false);
 }
 
 static void build_and_publish(machines_watch_t *m);
@@ -136,26 +115,17 @@ static void build_and_publish(machines_watch_t *m);
 static bool every_collection_listed(const machines_watch_t *m)
 {
     for (size_t i = 0; i < m->n_colls; i++)
-        if (!m->colls[i].listed)
+        if (!m->colls[i].table.listed)
             return false;
     return true;
 }
 
-static void on_listed(void *arg, const char *rv)
+/* The first sync across all collections publishes at once: ready waits
+ * for it. */
+static void on_listed(void *owner)
 {
-    (void)rv;
-    collection_t *c = arg;
+    collection_t *c = owner;
     machines_watch_t *m = c->m;
-    if (!c->listing) {
-        log_msg(LOG_ERROR, "machines_object", "%s: out of memory: keeping the previous view", c->what);
-        return;
-    }
-    json_decref(c->records);
-    c->records = c->listing;
-    c->listing = NULL;
-    c->listed = true;
-    c->listed_at = wall_now();
-    c->failing = false;
     bool first_sync = !m->synced && every_collection_listed(m);
     m->synced = m->synced || first_sync;
     note_state(m);
@@ -165,40 +135,34 @@ static void on_listed(void *arg, const char *rv)
         schedule_rebuild(m);
 }
 
-static void on_event(void *arg, const kube_event_t *ev, uint64_t arrived_ns)
+static void on_changed(void *owner)
 {
-    (void)arrived_ns;
-    collection_t *c = arg;
-    if (keep_object(c, c->records, ev->object, ev->type == KUBE_EVENT_DELETED))
-        schedule_rebuild(c->m);
+    collection_t *c = owner;
+    schedule_rebuild(c->m);
 }
 
-static void on_synced(void *arg)
+static void on_failing(void *owner)
 {
-    (void)arg;
-}
-
-static void on_failing(void *arg)
-{
-    collection_t *c = arg;
+    collection_t *c = owner;
     log_msg(LOG_WARN, "machines_failing", "%s: cannot confirm the view; the published addresses stay",
             c->what);
-    c->failing = true;
     note_state(c->m);
 }
 
-static void on_error(void *arg, const char *why)
+static void on_error(void *owner, const char *what, const char *why)
 {
-    collection_t *c = arg;
-    snprintf(c->m->last_error, sizeof c->m->last_error, "%s: %s", c->what, why);
+    collection_t *c = owner;
+    snprintf(c->m->last_error, sizeof c->m->last_error, "%s: %s", what, why);
     c->m->last_error_at = wall_now();
 }
+
+static const kube_table_ops_t collection_ops = {keep_object, on_listed, on_changed, on_failing, on_error};
 
 static void add_records(addrset_builder_t *b, const collection_t *c)
 {
     const char *name;
     json_t *record;
-    json_object_foreach(c->records, name, record) {
+    json_object_foreach(c->table.records, name, record) {
         const char *bytes = json_string_value(record);
         size_t n = (json_string_length(record) - 1) / sizeof(addrset_key_t);
         addrset_class_t cls = c->is_node || bytes[0] ? ADDRSET_ACTIVE : ADDRSET_PENDING;
@@ -222,13 +186,13 @@ static void build_and_publish(machines_watch_t *m)
     }
     size_t machines = 0;
     for (size_t i = 0; i < m->n_colls; i++)
-        machines += m->colls[i].is_node ? 0 : json_object_size(m->colls[i].records);
+        machines += m->colls[i].is_node ? 0 : json_object_size(m->colls[i].table.records);
     log_json(LOG_INFO, "machines_published",
              json_pack("{s:I, s:I, s:I, s:I, s:I}", "longest_probe", (json_int_t)addrset_longest_probe(set),
                        "pending", (json_int_t)addrset_count(set, ADDRSET_PENDING),
                        "active", (json_int_t)addrset_count(set, ADDRSET_ACTIVE), "machines",
                        (json_int_t)machines, "nodes",
-                       (json_int_t)json_object_size(m->colls[COLL_NODES].records)));
+                       (json_int_t)json_object_size(m->colls[COLL_NODES].table.records)));
     m->publish(set, m->arg);
 }
 
@@ -239,8 +203,8 @@ static void on_rebuild(evutil_socket_t fd, short what, void *arg)
     build_and_publish(arg);
 }
 
-static void collection_init(collection_t *c, machines_watch_t *m, const char *kind, const char *group,
-                            const char *namespace, bool is_node)
+static int collection_init(collection_t *c, machines_watch_t *m, const char *kind, const char *group,
+                           const char *namespace, bool is_node)
 {
     c->m = m;
     c->kind = kind;
@@ -255,6 +219,7 @@ static void collection_init(collection_t *c, machines_watch_t *m, const char *ki
         snprintf(c->rbac, sizeof c->rbac, "get, list and watch on machines.%s in namespace %s", group,
                  namespace);
     }
+    return kube_table_init(&c->table, c->what, "machines_object", &collection_ops, c);
 }
 
 machines_watch_t *machines_watch_new(struct event_base *base, config_t *cfg,
@@ -271,17 +236,14 @@ machines_watch_t *machines_watch_new(struct event_base *base, config_t *cfg,
     m->publish = publish;
     m->arg = arg;
     const config_admission_machines_t *am = &cfg->admission.machines;
-    collection_init(&m->colls[COLL_NODES], m, "Node", "", "", true);
-    collection_init(&m->colls[COLL_MACHINES], m, "Machine", "machine.openshift.io", am->namespace, false);
+    int rc = collection_init(&m->colls[COLL_NODES], m, "Node", "", "", true);
+    rc |= collection_init(&m->colls[COLL_MACHINES], m, "Machine", "machine.openshift.io", am->namespace, false);
     m->n_colls = 2;
     if (am->cluster_api)
-        collection_init(&m->colls[m->n_colls++], m, "Machine", "cluster.x-k8s.io",
-                        am->cluster_api_namespace, false);
+        rc |= collection_init(&m->colls[m->n_colls++], m, "Machine", "cluster.x-k8s.io",
+                              am->cluster_api_namespace, false);
     m->rebuild_ev = event_new(base, -1, 0, on_rebuild, m);
-    bool ok = m->rebuild_ev != NULL;
-    for (size_t i = 0; i < m->n_colls; i++)
-        ok = (m->colls[i].records = json_object()) != NULL && ok;
-    if (!ok) {
+    if (rc < 0 || !m->rebuild_ev) {
         machines_watch_free(m);
         return NULL;
     }
@@ -296,8 +258,6 @@ int machines_watch_start(machines_watch_t *m, char *err, size_t errlen)
     }
     m->api_ready = true;
     m->state_since = wall_now();
-    static const kube_reflector_cbs_t cbs = {on_list_begin, on_item, on_listed,
-                                             on_event, on_synced, on_failing, on_error};
     for (size_t i = 0; i < m->n_colls; i++) {
         collection_t *c = &m->colls[i];
         kube_reflector_cfg_t rcfg = {
@@ -306,7 +266,7 @@ int machines_watch_start(machines_watch_t *m, char *err, size_t errlen)
             .rbac_hint = c->rbac,
             .watch_timeout_ms = m->cfg->enforcement.kubernetes.watch_timeout_ms,
         };
-        if (!(c->reflector = kube_reflector_new(m->base, &m->api, &rcfg, &cbs, c))) {
+        if (kube_table_watch(&c->table, m->base, &m->api, &rcfg) < 0) {
             snprintf(err, errlen, "out of memory");
             log_msg(LOG_ERROR, "machines_error", "admission.machines: out of memory");
             return -1;
@@ -318,7 +278,7 @@ int machines_watch_start(machines_watch_t *m, char *err, size_t errlen)
                        "cluster_api_namespace", m->cfg->admission.machines.cluster_api_namespace,
                        "page_size", (int)m->cfg->admission.machines.page_size));
     for (size_t i = 0; i < m->n_colls; i++)
-        kube_reflector_start(m->colls[i].reflector);
+        kube_reflector_start(m->colls[i].table.reflector);
     return 0;
 }
 
@@ -326,11 +286,8 @@ void machines_watch_free(machines_watch_t *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; i < COLL__MAX; i++) {
-        kube_reflector_free(m->colls[i].reflector);
-        json_decref(m->colls[i].records);
-        json_decref(m->colls[i].listing);
-    }
+    for (size_t i = 0; i < COLL__MAX; i++)
+        kube_table_destroy(&m->colls[i].table);
     if (m->rebuild_ev)
         event_free(m->rebuild_ev);
     if (m->api_ready)
@@ -354,10 +311,10 @@ void machines_watch_health(const machines_watch_t *m, machines_health_t *out)
                                .last_error_at = m->last_error_at};
     if (!m->synced)
         return;
-    out->last_list = m->colls[0].listed_at;
+    out->last_list = m->colls[0].table.listed_at;
     for (size_t i = 1; i < m->n_colls; i++)
-        if (m->colls[i].listed_at < out->last_list)
-            out->last_list = m->colls[i].listed_at;
+        if (m->colls[i].table.listed_at < out->last_list)
+            out->last_list = m->colls[i].table.listed_at;
 }
 
 bool machines_watch_ready(const machines_watch_t *m, const char **why)

@@ -9,7 +9,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/time.h"
-#include "source/kube/reflector.h"
+#include "source/kube/table.h"
 #include "source/pace_watch.h"
 
 /* The signer of a new node's first CSR (its kubelet's client
@@ -23,16 +23,6 @@
 
 enum { COLL_NODES, COLL_CSRS, COLL__MAX };
 
-typedef struct pace_coll {
-    struct pace_watch *w;
-    const char *what;           /* "Nodes", "CSRs" */
-    kube_reflector_t *reflector;
-    json_t *records;            /* the view */
-    json_t *listing;            /* the list under way, swapped in when whole */
-    bool listed;                /* listed at least once since the start */
-    bool failing;               /* its last request failed; a whole list ends it */
-} pace_coll_t;
-
 struct pace_watch {
     struct event_base *base;
     config_t *cfg;              /* a reference of its own */
@@ -40,7 +30,7 @@ struct pace_watch {
     void *arg;
     kube_api_t api;
     bool api_ready;
-    pace_coll_t colls[COLL__MAX];
+    kube_table_t colls[COLL__MAX];  /* what: "Nodes", "CSRs" */
     struct event *rebuild_ev;   /* many changes in one loop turn: one view */
     bool trusted;               /* of the last view published, for the log */
     char last_error[PACE_VIEW_WHY_LEN];
@@ -108,10 +98,12 @@ static int64_t wall_ms(void)
 }
 
 /* The creation kept for name (at byte off of its record) when it was
- * first seen without a creationTimestamp; now when it is new. */
-static int64_t first_seen(const json_t *table, const char *name, size_t off)
+ * first seen without a creationTimestamp; now when it is new. Such an
+ * object (never from a real API server) is taken as created when first
+ * seen: young, so counted. */
+static int64_t first_seen(const json_t *records, const char *name, size_t off)
 {
-    const json_t *old = json_object_get(table, name);
+    const json_t *old = json_object_get(records, name);
     int64_t t;
     if (!old || json_string_length(old) < off + sizeof t)
         return wall_ms();
@@ -119,54 +111,53 @@ static int64_t first_seen(const json_t *table, const char *name, size_t off)
     return t;
 }
 
-/* Keeps what the object says in table; true when that changed it. */
-static bool keep_object(pace_coll_t *c, json_t *table, const json_t *object, bool deleted)
+/* Keeps len bytes as name's record (drops it when !keep); true when
+ * that changed records. */
+static bool keep_bytes(json_t *records, const char *name, bool keep, const char *bytes, size_t len)
 {
-    char err[256];
-    const char *name;
-    char bytes[NODE_HEAD + KUBE_ADDRESSES_MAX * sizeof(addrset_key_t)];
-    size_t len = 0;
-    bool keep;
-    /* An object without creationTimestamp (never from a real API server)
-     * is taken as created when first seen: young, so counted. */
-    int64_t created;
-    if (c == &c->w->colls[COLL_NODES]) {
-        pace_node_record_t n;
-        if (pace_watch_read_node(object, &n, err, sizeof err) < 0) {
-            log_msg(LOG_WARN, "pace_object", "Nodes: skipped: %s", err);
-            return false;
-        }
-        name = n.addresses.name;
-        keep = !deleted;
-        created = n.created_ms ? n.created_ms : first_seen(table, name, 1);
-        bytes[0] = n.ready;
-        memcpy(bytes + 1, &created, sizeof created);
-        for (size_t i = 0; i < n.addresses.n; i++)
-            memcpy(bytes + NODE_HEAD + i * sizeof(addrset_key_t), n.addresses.keys[i].b, sizeof(addrset_key_t));
-        len = NODE_HEAD + n.addresses.n * sizeof(addrset_key_t);
-    } else {
-        pace_csr_record_t r;
-        if (pace_watch_read_csr(object, &r, err, sizeof err) < 0) {
-            log_msg(LOG_WARN, "pace_object", "CSRs: skipped: %s", err);
-            return false;
-        }
-        name = r.name;
-        keep = !deleted && r.pending_kubelet;
-        created = r.created_ms ? r.created_ms : first_seen(table, name, 0);
-        memcpy(bytes, &created, sizeof created);
-        len = sizeof created;
-    }
-    json_t *old = json_object_get(table, name);
+    json_t *old = json_object_get(records, name);
     if (!keep)
-        return old && json_object_del(table, name) == 0;
+        return old && json_object_del(records, name) == 0;
     if (old && json_string_length(old) == len && !memcmp(json_string_value(old), bytes, len))
         return false;
     json_t *record = json_stringn_nocheck(bytes, len);
-    if (!record || json_object_set_new(table, name, record) < 0) {
+    if (!record || json_object_set_new(records, name, record) < 0) {
         log_msg(LOG_ERROR, "pace_object", "out of memory");
         return false;
     }
     return true;
+}
+
+static bool keep_node(void *owner, json_t *records, const json_t *object, bool deleted)
+{
+    (void)owner;
+    pace_node_record_t n;
+    char err[256];
+    if (pace_watch_read_node(object, &n, err, sizeof err) < 0) {
+        log_msg(LOG_WARN, "pace_object", "Nodes: skipped: %s", err);
+        return false;
+    }
+    const char *name = n.addresses.name;
+    int64_t created = n.created_ms ? n.created_ms : first_seen(records, name, 1);
+    char bytes[NODE_HEAD + KUBE_ADDRESSES_MAX * sizeof(addrset_key_t)];
+    bytes[0] = n.ready;
+    memcpy(bytes + 1, &created, sizeof created);
+    for (size_t i = 0; i < n.addresses.n; i++)
+        memcpy(bytes + NODE_HEAD + i * sizeof(addrset_key_t), n.addresses.keys[i].b, sizeof(addrset_key_t));
+    return keep_bytes(records, name, !deleted, bytes, NODE_HEAD + n.addresses.n * sizeof(addrset_key_t));
+}
+
+static bool keep_csr(void *owner, json_t *records, const json_t *object, bool deleted)
+{
+    (void)owner;
+    pace_csr_record_t r;
+    char err[256];
+    if (pace_watch_read_csr(object, &r, err, sizeof err) < 0) {
+        log_msg(LOG_WARN, "pace_object", "CSRs: skipped: %s", err);
+        return false;
+    }
+    int64_t created = r.created_ms ? r.created_ms : first_seen(records, r.name, 0);
+    return keep_bytes(records, r.name, !deleted && r.pending_kubelet, (const char *)&created, sizeof created);
 }
 
 /* ---- the view ----------------------------------------------------------- */
@@ -185,7 +176,7 @@ static bool every_listed(const pace_watch_t *w)
     return true;
 }
 
-static const pace_coll_t *first_failing(const pace_watch_t *w)
+static const kube_table_t *first_failing(const pace_watch_t *w)
 {
     for (size_t i = 0; i < COLL__MAX; i++)
         if (w->colls[i].failing)
@@ -198,7 +189,7 @@ static pace_view_t *build_view(pace_watch_t *w)
     pace_view_t *v = calloc(1, sizeof *v);
     if (!v)
         return NULL;
-    const pace_coll_t *failing = first_failing(w);
+    const kube_table_t *failing = first_failing(w);
     v->trusted = every_listed(w) && !failing;
     if (failing)
         snprintf(v->why, sizeof v->why, "the API watch is failing: %.200s", w->last_error[0] ? w->last_error : failing->what);
@@ -276,63 +267,22 @@ static void on_rebuild(evutil_socket_t fd, short what, void *arg)
     publish(arg);
 }
 
-/* ---- the reflectors' callbacks ------------------------------------------ */
+/* ---- the tables' callbacks ---------------------------------------------- */
 
-static void on_list_begin(void *arg)
+/* listed, changed and failing alike: a new view a loop turn later. */
+static void on_change(void *owner)
 {
-    pace_coll_t *c = arg;
-    json_decref(c->listing);
-    c->listing = json_object();
+    schedule(owner);
 }
 
-static void on_item(void *arg, json_t *item)
+static void on_error(void *owner, const char *what, const char *why)
 {
-    pace_coll_t *c = arg;
-    if (c->listing)
-        keep_object(c, c->listing, item, false);
+    pace_watch_t *w = owner;
+    snprintf(w->last_error, sizeof w->last_error, "%s: %s", what, why);
 }
 
-static void on_listed(void *arg, const char *rv)
-{
-    (void)rv;
-    pace_coll_t *c = arg;
-    if (!c->listing) {
-        log_msg(LOG_ERROR, "pace_object", "%s: out of memory: keeping the previous view", c->what);
-        return;
-    }
-    json_decref(c->records);
-    c->records = c->listing;
-    c->listing = NULL;
-    c->listed = true;
-    c->failing = false;
-    schedule(c->w);
-}
-
-static void on_event(void *arg, const kube_event_t *ev, uint64_t arrived_ns)
-{
-    (void)arrived_ns;
-    pace_coll_t *c = arg;
-    if (keep_object(c, c->records, ev->object, ev->type == KUBE_EVENT_DELETED))
-        schedule(c->w);
-}
-
-static void on_synced(void *arg)
-{
-    (void)arg;
-}
-
-static void on_failing(void *arg)
-{
-    pace_coll_t *c = arg;
-    c->failing = true;
-    schedule(c->w);
-}
-
-static void on_error(void *arg, const char *why)
-{
-    pace_coll_t *c = arg;
-    snprintf(c->w->last_error, sizeof c->w->last_error, "%s: %s", c->what, why);
-}
+static const kube_table_ops_t node_ops = {keep_node, on_change, on_change, on_change, on_error};
+static const kube_table_ops_t csr_ops = {keep_csr, on_change, on_change, on_change, on_error};
 
 /* ---- life --------------------------------------------------------------- */
 
@@ -353,13 +303,10 @@ pace_watch_t *pace_watch_new(struct event_base *base, config_t *cfg, pace_publis
     w->cfg = config_ref(cfg);
     w->publish = publish_fn;
     w->arg = arg;
-    w->colls[COLL_NODES] = (pace_coll_t){.w = w, .what = "Nodes"};
-    w->colls[COLL_CSRS] = (pace_coll_t){.w = w, .what = "CSRs"};
+    int rc = kube_table_init(&w->colls[COLL_NODES], "Nodes", "pace_object", &node_ops, w);
+    rc |= kube_table_init(&w->colls[COLL_CSRS], "CSRs", "pace_object", &csr_ops, w);
     w->rebuild_ev = event_new(base, -1, 0, on_rebuild, w);
-    bool ok = w->rebuild_ev != NULL;
-    for (size_t i = 0; i < COLL__MAX; i++)
-        ok = (w->colls[i].records = json_object()) != NULL && ok;
-    if (!ok) {
+    if (rc < 0 || !w->rebuild_ev) {
         pace_watch_free(w);
         return NULL;
     }
@@ -373,8 +320,6 @@ int pace_watch_start(pace_watch_t *w, char *err, size_t errlen)
         return -1;
     }
     w->api_ready = true;
-    static const kube_reflector_cbs_t cbs = {on_list_begin, on_item, on_listed,
-                                             on_event, on_synced, on_failing, on_error};
     static const char *const paths[COLL__MAX] = {
         "/api/v1/nodes", "/apis/certificates.k8s.io/v1/certificatesigningrequests"};
     static const char *const rbac[COLL__MAX] = {
@@ -390,7 +335,7 @@ int pace_watch_start(pace_watch_t *w, char *err, size_t errlen)
             .rbac_hint = rbac[i],
             .watch_timeout_ms = w->cfg->enforcement.kubernetes.watch_timeout_ms,
         };
-        if (!(w->colls[i].reflector = kube_reflector_new(w->base, &w->api, &rcfg, &cbs, &w->colls[i]))) {
+        if (kube_table_watch(&w->colls[i], w->base, &w->api, &rcfg) < 0) {
             snprintf(err, errlen, "out of memory");
             log_msg(LOG_ERROR, "pace_error", "pace: out of memory");
             return -1;
@@ -408,11 +353,8 @@ void pace_watch_free(pace_watch_t *w)
 {
     if (!w)
         return;
-    for (size_t i = 0; i < COLL__MAX; i++) {
-        kube_reflector_free(w->colls[i].reflector);
-        json_decref(w->colls[i].records);
-        json_decref(w->colls[i].listing);
-    }
+    for (size_t i = 0; i < COLL__MAX; i++)
+        kube_table_destroy(&w->colls[i]);
     if (w->rebuild_ev)
         event_free(w->rebuild_ev);
     if (w->api_ready)
