@@ -51,7 +51,7 @@ BIN      := $(BUILD)/skewgate
 LIB      := $(BUILD)/libskewgate.a
 UNIT_BIN := $(BUILD)/unit-tests
 
-.PHONY: all deps test unit integration run check-conf clean bench bench-smoke image image-rootfs fuzz abuse soak e2e-mcs
+.PHONY: all deps test unit integration run check-conf clean bench bench-smoke bench-pace bench-pace-smoke image image-rootfs fuzz abuse soak e2e-mcs
 all: $(BIN)
 
 deps:
@@ -132,6 +132,14 @@ bench:
 
 bench-smoke:
 	./bench/run --smoke
+
+# A scale-up of 500 nodes with pacing off and on (issue 26), against the
+# fake API: bench/pace/README.md. The smoke: 150 nodes at time scale 30, ~30 s.
+bench-pace: $(BIN)
+	./bench/pace/run
+
+bench-pace-smoke: $(BIN)
+	./bench/pace/run --smoke
 
 # The real-MCS tier (issues 19, 25): tests/e2e_mcs (the differential,
 # Ignition end to end, 200 concurrent fetches) against the real Machine
