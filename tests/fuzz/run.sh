@@ -3,7 +3,7 @@
 # bounded time. Exits non-zero if a target crashes, leaks or fails a check.
 #   FUZZ_SECONDS  seconds per target (default 20)
 #   FUZZ_TARGETS  space-separated subset (default: every fuzz_*.c here)
-#   FUZZ_JOBS     targets fuzzed at once (default 1; at most the cores)
+#   FUZZ_JOBS     targets built, then fuzzed, at once (default 1; at most the cores)
 #   FUZZ_OUT      build and work directory (default build/fuzz)
 #   FUZZ_ARGS     extra libFuzzer flags (e.g. -runs=10000000 for a long run)
 # A harness names what it links in comment lines of its own source:
@@ -40,31 +40,46 @@ meta() {
   echo "${v:-$3}"
 }
 
-for t in "${targets[@]}"; do
-  src="$here/fuzz_$t.c"
-  [ -f "$src" ] || { echo "run.sh: no harness $src" >&2; exit 2; }
-  srcs=()
+# Builds one target (its log is $out/build_$t.log); FUZZ_JOBS of them at once.
+build_one() {
+  local t=$1 src="$here/fuzz_$1.c" g m srcs=() pkgs=() pc_c=() pc_l=()
   for g in $(meta "$src" sources 'src/http/*.c'); do
     # shellcheck disable=SC2206  # the glob is meant to expand
     m=($root/$g)
-    [ -e "${m[0]}" ] || { echo "run.sh: $t: no source matches $g" >&2; exit 2; }
+    [ -e "${m[0]}" ] || { echo "run.sh: $t: no source matches $g" >&2; return 2; }
     srcs+=("${m[@]}")
   done
   read -r -a pkgs <<<"$(meta "$src" pkgs '')"
-  pc_c=() pc_l=()
   if [ ${#pkgs[@]} -gt 0 ]; then
     read -r -a pc_c <<<"$(pkg-config --cflags "${pkgs[@]}")"
     read -r -a pc_l <<<"$(pkg-config --libs "${pkgs[@]}")"
   fi
-  if ! "$cc" "${cflags[@]}" ${pc_c[@]+"${pc_c[@]}"} -o "$out/fuzz_$t" "$src" "${srcs[@]}" \
-       ${pc_l[@]+"${pc_l[@]}"} -lpthread 2>"$out/build_$t.log"; then
-    cat "$out/build_$t.log" >&2
-    if grep -q 'libclang_rt.fuzzer' "$out/build_$t.log"; then
-      echo "run.sh: the libFuzzer runtime is missing: apt-get install -y libclang-rt-14-dev" >&2
-    fi
-    exit 2
-  fi
+  "$cc" "${cflags[@]}" ${pc_c[@]+"${pc_c[@]}"} -o "$out/fuzz_$t" "$src" "${srcs[@]}" \
+    ${pc_l[@]+"${pc_l[@]}"} -lpthread 2>"$out/build_$t.log"
+}
+for t in "${targets[@]}"; do
+  [ -f "$here/fuzz_$t.c" ] || { echo "run.sh: no harness $here/fuzz_$t.c" >&2; exit 2; }
 done
+building=() build_pids=()
+for t in "${targets[@]}"; do
+  if [ "${#build_pids[@]}" -ge "$jobs" ]; then
+    wait "${build_pids[0]}" || { echo "run.sh: building ${building[0]} failed" >&2; failed_build=${building[0]}; break; }
+    building=("${building[@]:1}") build_pids=("${build_pids[@]:1}")
+  fi
+  build_one "$t" &
+  building+=("$t") build_pids+=($!)
+done
+for i in "${!build_pids[@]}"; do
+  wait "${build_pids[$i]}" || failed_build=${failed_build:-${building[$i]}}
+done
+if [ -n "${failed_build:-}" ]; then
+  t=$failed_build
+  cat "$out/build_$t.log" >&2
+  if grep -q 'libclang_rt.fuzzer' "$out/build_$t.log"; then
+    echo "run.sh: the libFuzzer runtime is missing: apt-get install -y libclang-rt-14-dev" >&2
+  fi
+  exit 2
+fi
 
 # Fuzzes one target; its log is $out/$t.log, its exit status $out/$t.rc.
 fuzz_one() {

@@ -6,7 +6,8 @@
 # upstream on their own. The upstream holds every answer until the test
 # releases it, once the gate's debug log shows every request attached (or
 # the upstream has counted every request it must get): no timing guesses.
-# run: alone: measures the gate's RSS while 8 slow readers crawl (bound 6 MiB)
+# The memory bound (8 slow readers hold one body) is t_coalesce_rss.sh's,
+# alone.
 . "$(dirname "$0")/lib.sh"
 
 certs
@@ -129,28 +130,6 @@ behind=$(cat "$TMP/slow_mark")
 [ "$behind" -lt "$WANT_LEN" ] || fail "the slow client had all $behind bytes before it read"
 exact 1 "$TMP/res_slow.json" || fail "the slow client's body"
 [ "$(wc -l <"$TMP/bad.count")" = 1 ] || fail "the slow test made $(wc -l <"$TMP/bad.count") upstream requests"
-stop_all
-
-note "8 slow readers of one shared fetch: the body is held once, not once per reader"
-gate "" file --file "$TMP/config.json"
-readers=()
-for i in $(seq 8); do
-  curl -s -o /dev/null --limit-rate 100k --max-time 6 --cacert "$CA" "https://127.0.0.1:$TLS_PORT/config/worker" &
-  readers+=($!)
-done
-wait_until 30 attached 8 || fail "the slow readers did not attach"
-base=$(gate_rss)
-touch "$TMP/release"
-peak=$(gate_rss_peak 60)  # about 3 s while the readers crawl
-for p in "${readers[@]}"; do wait "$p" || true; done
-growth=$(( peak - base ))
-echo "RSS base ${base} KiB, peak ${peak} KiB, growth ${growth} KiB for 8 slow readers of one $((WANT_LEN / 1024)) KiB fetch"
-# One body is 3 MiB; one per reader would be 24 MiB. A sanitizer build
-# keeps freed memory in quarantine, so RSS says nothing there.
-if [ -z "${SKEWGATE_SAN:-}" ]; then
-  [ "$growth" -lt 6144 ] || fail "RSS grew by ${growth} KiB: more than one body for 8 readers"
-fi
-[ "$(wc -l <"$TMP/bad.count")" = 1 ] || fail "the slow readers made $(wc -l <"$TMP/bad.count") upstream requests"
 stop_all
 
 note "coalesce.enabled: false: N concurrent fetches make N upstream requests"

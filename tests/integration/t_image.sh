@@ -8,8 +8,10 @@
 # `redirect` with CAP_NET_ADMIN alone in the container's network namespace.
 #
 # The debootstrap base is cached in build/image (tools/image.sh base); a
-# fresh one takes about a minute. The test is skipped only when the Debian
-# mirror cannot be reached to build it, and never in CI.
+# fresh one takes about a minute, which t_image_base.sh spends beside the
+# parallel tests (run on its own, this test builds the base itself). The
+# test is skipped only when the Debian mirror cannot be reached to build
+# it, and never in CI.
 # run: alone: the image build: debootstrap, chroot and podman, minutes of disk and CPU
 . "$(dirname "$0")/lib.sh"
 elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
