@@ -9,6 +9,7 @@
 # The memory bound (8 slow readers hold one body) is t_coalesce_rss.sh's,
 # alone.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_coalesce.sh"
 
 certs
 object="$TMP/mc.yaml"
@@ -18,25 +19,12 @@ python3 -c 'import os,sys; sys.stdout.buffer.write(os.urandom(3*1024*1024+17))' 
 WANT_SHA=$(sha256sum "$TMP/config.json" | cut -d' ' -f1)
 WANT_LEN=$(stat -c %s "$TMP/config.json")
 
-attached() { [ "$(grep -c '"event":"coalesce"' "$GATE_LOG")" -ge "$1" ]; }
 upstream_count() { [ "$(wc -l <"$TMP/bad.count" 2>/dev/null || echo 0)" -ge "$1" ]; }
 metric() { curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
-# gate MODE_ARGS... [-- EXTRA_YAML]: a bad upstream in MODE holding its
-# answers until $TMP/release, and a gate (2 workers, debug log) in front.
-gate() {
-  local extra=$1; shift
-  rm -f "$TMP/release" "$TMP/bad.count" "$TMP"/res*.json
-  start_bad "$@" --release-file "$TMP/release"
-  MCS_PORT=$BAD_PORT
-  ADMIN_PORT=$(free_port)
-  ADMIN_ADDR="127.0.0.1:$ADMIN_PORT" gate_config "$TMP/gate.yaml" hold "$object" "log:
-  level: debug
-$extra"
-  gate_start "$TMP/gate.yaml"
-}
-
-stop_all() { gate_stop; kill "${PIDS[-2]}" 2>/dev/null || true; }
+# gate EXTRA_YAML MODE_ARGS...: coalesce_gate, the upstream holding its
+# answers until $TMP/release.
+gate() { local extra=$1; shift; coalesce_gate "$extra" "$@" --release-file "$TMP/release"; }
 
 # exact N FILE...: the N results in the FILEs are all 200, whole and
 # byte-exact, each with the close head it asked for.

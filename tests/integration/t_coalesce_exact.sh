@@ -9,27 +9,15 @@
 # until the test releases them, once the gate's debug log shows every
 # request attached: no timing guesses.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_coalesce.sh"
 
 certs
 object="$TMP/mc.yaml"
 set_object automatic-compliant.yaml "$object"
 CLIENTS="$ROOT/tests/integration/coalesce_clients.py"
-attached() { [ "$(grep -c '"event":"coalesce"' "$GATE_LOG")" -ge "$1" ]; }
 upstream_requests() { wc -l <"$TMP/bad.count" 2>/dev/null || echo 0; }
 
-# gate EXTRA_YAML MODE_ARGS...: a bad upstream in MODE, and a gate (2
-# workers, debug log) in front.
-gate() {
-  local extra=$1; shift
-  rm -f "$TMP/release" "$TMP/bad.count" "$TMP"/res*.json
-  start_bad "$@"
-  MCS_PORT=$BAD_PORT
-  gate_config "$TMP/gate.yaml" hold "$object" "log:
-  level: debug
-$extra"
-  gate_start "$TMP/gate.yaml"
-}
-stop_all() { gate_stop; kill "${PIDS[-2]}" 2>/dev/null || true; }
+gate() { coalesce_gate "$@"; }
 
 note "48 requests with Accept bytes of every kind, all in flight at once: each gets the answer to its own forwarded request"
 # The echo upstream answers with the head it received, so a body shows

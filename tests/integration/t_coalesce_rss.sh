@@ -6,6 +6,7 @@
 # t_coalesce.sh, whose other checks need no quiet machine.
 # run: alone: measures the gate's RSS while 8 slow readers crawl (bound 6 MiB)
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_coalesce.sh"
 
 certs
 object="$TMP/mc.yaml"
@@ -13,23 +14,9 @@ set_object automatic-compliant.yaml "$object"
 python3 -c 'import os,sys; sys.stdout.buffer.write(os.urandom(3*1024*1024+17))' >"$TMP/config.json"
 WANT_LEN=$(stat -c %s "$TMP/config.json")
 
-attached() { [ "$(grep -c '"event":"coalesce"' "$GATE_LOG")" -ge "$1" ]; }
-
-# gate MODE_ARGS... [-- EXTRA_YAML]: a bad upstream in MODE holding its
-# answers until $TMP/release, and a gate (2 workers, debug log) in front.
-gate() {
-  local extra=$1; shift
-  rm -f "$TMP/release" "$TMP/bad.count" "$TMP"/res*.json
-  start_bad "$@" --release-file "$TMP/release"
-  MCS_PORT=$BAD_PORT
-  ADMIN_PORT=$(free_port)
-  ADMIN_ADDR="127.0.0.1:$ADMIN_PORT" gate_config "$TMP/gate.yaml" hold "$object" "log:
-  level: debug
-$extra"
-  gate_start "$TMP/gate.yaml"
-}
-
-stop_all() { gate_stop; kill "${PIDS[-2]}" 2>/dev/null || true; }
+# gate EXTRA_YAML MODE_ARGS...: coalesce_gate, the upstream holding its
+# answers until $TMP/release.
+gate() { local extra=$1; shift; coalesce_gate "$extra" "$@" --release-file "$TMP/release"; }
 
 note "8 slow readers of one shared fetch: the body is held once, not once per reader"
 gate "" file --file "$TMP/config.json"
