@@ -286,12 +286,19 @@ static addrset_key_t pace_key(const struct sockaddr_storage *addr)
     return k;
 }
 
+/* What every call about one node begins with: the room locked, the slots
+ * of join_timeout freed, and the node of key k (NULL: not known). */
+static pace_node_t *pace_enter(pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k, uint64_t now_ms)
+{
+    pthread_mutex_lock(&r->lock);
+    pace_expire(r, cfg, now_ms);
+    return pace_find(r, k);
+}
+
 policy_pace_t pace_look(pace_room_t *r, const config_pace_t *cfg, const struct sockaddr_storage *addr, uint64_t now_ms)
 {
     addrset_key_t k = pace_key(addr);
-    pthread_mutex_lock(&r->lock);
-    pace_expire(r, cfg, now_ms);
-    const pace_node_t *n = pace_find(r, &k);
+    const pace_node_t *n = pace_enter(r, cfg, &k, now_ms);
     policy_pace_t p = {.joining = n && n->admitted_ms};
     if (!p.joining) {
         p.ceiling = pace_ceiling(r, cfg, now_ms);
@@ -305,9 +312,7 @@ bool pace_join(pace_room_t *r, const config_pace_t *cfg, const struct sockaddr_s
                uint64_t now_ms)
 {
     addrset_key_t k = pace_key(addr);
-    pthread_mutex_lock(&r->lock);
-    pace_expire(r, cfg, now_ms);
-    pace_node_t *n = pace_find(r, &k);
+    pace_node_t *n = pace_enter(r, cfg, &k, now_ms);
     bool ok = true;
     if (n && n->admitted_ms) {
         n->seen_ms = now_ms;            /* a retry inside its slot */
@@ -356,9 +361,7 @@ void pace_wait(pace_room_t *r, const config_pace_t *cfg, const struct sockaddr_s
                uint64_t now_ms)
 {
     addrset_key_t k = pace_key(addr);
-    pthread_mutex_lock(&r->lock);
-    pace_expire(r, cfg, now_ms);
-    pace_node_t *n = pace_find(r, &k);
+    pace_node_t *n = pace_enter(r, cfg, &k, now_ms);
     if (!n && r->n_nodes >= r->max_nodes)
         pace_sweep_line(r, cfg, now_ms);
     if (!n && r->n_nodes < r->max_nodes && (n = pace_add(r, &k, now_ms))) {
