@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# No client holds the MCS, even when its address may keep no more (issue
+# 27, found by an adversarial review): a client that never reads asks for
+# an 8 MiB config over a max_buffered_per_client of 1 MiB, relayed on its
+# own (a 5 KiB query). Its store fills, it is the slowest reader, and
+# nobody waits for a slot yet, so it holds its one upstream slot (back-
+# pressure on the MCS). A request that then queues for that slot is served
+# at once: the holder is cut (ClientOverBudget, short of its length).
+# Before, the holder was looked at again only when its client read, which
+# it never does: the request waited out queue_timeout, 503.
+. "$(dirname "$0")/lib.sh"
+
+certs
+mcs_start 8388608
+object="$TMP/mc.yaml"
+set_object automatic-compliant.yaml "$object"
+GATE_WORKERS=1 UPSTREAM_EXTRA="  max_concurrent: 1
+  queue_timeout: 3s" gate_config "$TMP/gate.yaml" hold "$object" "limits:
+  max_buffered_per_client: 1MiB"
+gate_start "$TMP/gate.yaml"
+
+note "127.0.0.2 asks with a 5 KiB query and never reads; the MCS sends it all"
+python3 "$ROOT/tests/integration/idle_clients.py" "$PLAIN_PORT" --ready "$TMP/idle.ready" --query 1 --limit 60 &
+PIDS+=($!)
+# nginx writes its access line once the whole response is sent.
+mcs_sent() { [ -s "$TMP/mcs/access.log" ] && has 'pad=q' <"$TMP/mcs/access.log"; }
+wait_until 30 mcs_sent || fail "the MCS did not send the idle client's config"
+wait_until 10 test -s "$TMP/idle.ready" || fail "the idle client's answer did not begin"
+
+note "127.0.0.1 asks for the one slot: served, and the holder is cut"
+# curl exits 18 on a body short of its Content-Length.
+out=$(curl -s -o /dev/null -w '%{http_code} %{size_download} B in %{time_total} s' --interface 127.0.0.1 \
+  --max-time 10 "http://127.0.0.1:$PLAIN_PORT/config/worker") || fail "curl exited $? ($out)"
+echo "127.0.0.1: $out"
+[ "${out%% *}" = 200 ] || fail "the waiting request got ${out%% *} (the slot was held by a client that never reads)"
+python3 - "$GATE_LOG" <<'PY' || fail "the holder's access line"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+idle = [j for j in lines if j.get("event") == "access" and j.get("user_agent") == "idle-query"]
+print("the idle client:", [(j["status"], j.get("reason"), j["bytes"]) for j in idle])
+assert len(idle) == 1, idle
+assert idle[0]["reason"] == "ClientOverBudget" and idle[0]["bytes"] < 8388608, idle
+PY
+echo PASS
