@@ -15,6 +15,7 @@
 
 #include "conf/config.h"
 #include "core/buf_pool.h"
+#include "core/dlist.h"
 #include "http/request.h"
 #include "http/response.h"
 #include "os/pipe.h"
@@ -133,7 +134,11 @@ typedef struct exchange_ctx {
     coalesce_worker_t coalesce;     /* this worker's readers of shared fetches */
     client_table_t clients;         /* what each client address holds here */
     uint64_t kept;                  /* bytes in the relays' stores (limits.max_buffered's share) */
-    struct exchange *keepers;       /* the exchanges whose store holds bytes */
+    dlist_link_t *keepers;          /* the exchanges whose store holds bytes (keep_link) */
+    /* Those that hold their slot and upstream while their store is full
+     * and their client reads nothing (hold_link): a request that queues
+     * for a slot has the slowest of them cut (exchange_holders_yield). */
+    dlist_link_t *holders;
     struct exchange_driver *drivers;    /* the fetches this worker drives (or keeps for coalesce.ttl) */
     unsigned fetches_driven;            /* of those, the ones still filling their body */
     void (*on_idle)(void *arg);         /* exchange_ctx_stop's */
@@ -167,10 +172,10 @@ typedef struct exchange {
      * for the client, not while the client waits for the MCS. */
     bool read_clock_on;
     uint64_t read_used_ms, read_since_ms;
-    /* In ctx->keepers while its store holds bytes; its body began at
-     * body_since_ms: how fast it reads, to cut the slowest. */
-    struct exchange *keep_prev, *keep_next;
-    bool keeping;
+    /* In ctx->keepers while its store holds bytes, in ctx->holders while
+     * it holds its slot for a full store; its body began at body_since_ms:
+     * how fast it reads, to cut the slowest. */
+    dlist_link_t keep_link, hold_link;
     uint64_t body_since_ms;
     uint32_t key_len;               /* the share key, at buf + len until the request is sent */
     char *forwarded;                /* a follower's forwarded request (len bytes), should it fall back */

@@ -207,6 +207,7 @@ static void exchange_slot_held(exchange_t *x)
  * still reads what was kept for it. The slot's longest waiter gets it. */
 static void exchange_let_go_upstream(exchange_t *x, bool reuse)
 {
+    exchange_hold_end(x);
     if (x->up) {
         upstream_release(x->up, reuse);
         x->up = NULL;
@@ -375,6 +376,8 @@ static void exchange_upstream_start(exchange_t *x)
     if (log_enabled(LOG_DEBUG))
         log_msg(LOG_DEBUG, "upstream_queued", "waiting for one of %u upstream slots", (unsigned)ctx->slots.cap);
     x->ops->deadline(x->owner, EXCHANGE_WAIT_QUEUE, ctx->cfg->upstream.queue_timeout_ms);
+    /* Last: the slot of a holder cut here may go to x at once. */
+    exchange_holders_yield(ctx);
 }
 
 /* Put out of a full queue for an address with fewer waiters: as if the
@@ -602,6 +605,8 @@ static void exchange_read_head(exchange_t *x)
 static void exchange_pump(exchange_t *x)
 {
     relay_t *r = &x->relay;
+    if (x->hold_link.on)
+        exchange_hold_end(x);
     for (;;) {
         switch (relay_pump(r)) {
         case RELAY_DONE:

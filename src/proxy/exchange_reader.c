@@ -1,3 +1,5 @@
+#include <stddef.h>
+
 #include "core/clock.h"
 #include "core/log.h"
 #include "exchange_reader.h"
@@ -34,29 +36,9 @@ static bool exchange_client_full(const exchange_t *x, size_t more)
     return x->client->kept + more > x->ctx->cfg->limits.max_buffered_per_client;
 }
 
-static void exchange_keepers_add(exchange_t *x)
-{
-    exchange_ctx_t *ctx = x->ctx;
-    x->keeping = true;
-    x->keep_prev = NULL;
-    x->keep_next = ctx->keepers;
-    if (ctx->keepers)
-        ctx->keepers->keep_prev = x;
-    ctx->keepers = x;
-}
-
 void exchange_keep_end(exchange_t *x)
 {
-    if (!x->keeping)
-        return;
-    x->keeping = false;
-    if (x->keep_prev)
-        x->keep_prev->keep_next = x->keep_next;
-    else
-        x->ctx->keepers = x->keep_next;
-    if (x->keep_next)
-        x->keep_next->keep_prev = x->keep_prev;
-    x->keep_prev = x->keep_next = NULL;
+    dlist_remove(&x->ctx->keepers, &x->keep_link);
 }
 
 static char *exchange_store_get(void *arg)
@@ -72,8 +54,7 @@ static char *exchange_store_get(void *arg)
     ctx->kept += size;
     x->client->kept += size;
     metrics_add(&ctx->metrics->buffered_bytes, size);
-    if (!x->keeping)
-        exchange_keepers_add(x);
+    dlist_push(&ctx->keepers, &x->keep_link);
     return chunk;
 }
 
@@ -118,6 +99,25 @@ static bool exchange_slower(const exchange_t *k, uint64_t rate, const exchange_t
            (rate == slowest_rate && relay_held(&k->relay) > relay_held(&slowest->relay));
 }
 
+/* The slowest of the list's exchanges (of `only`'s address, when set),
+ * starting from `slowest` (NULL: none yet); its rate in *rate. */
+static exchange_t *exchange_slowest(dlist_link_t *list, size_t link_off, const client_share_t *only,
+                                    exchange_t *slowest, uint64_t *rate, uint64_t now)
+{
+    const exchange_t *first = slowest;
+    for (dlist_link_t *l = list; l; l = l->next) {
+        exchange_t *k = (exchange_t *)((char *)l - link_off);
+        if (k == first || (only && k->client != only))
+            continue;
+        uint64_t r = exchange_read_rate(k, now);
+        if (exchange_slower(k, r, slowest, *rate)) {
+            slowest = k;
+            *rate = r;
+        }
+    }
+    return slowest;
+}
+
 exchange_room_t exchange_keep_room(exchange_t *x)
 {
     exchange_ctx_t *ctx = x->ctx;
@@ -127,22 +127,37 @@ exchange_room_t exchange_keep_room(exchange_t *x)
     uint64_t now = clock_coarse_ms();
     /* x is a candidate too, keeping already or not: a new client that
      * reads nothing is no reason to cut one that reads. */
-    exchange_t *slowest = x;
     uint64_t slowest_rate = exchange_read_rate(x, now);
-    for (exchange_t *k = ctx->keepers; k; k = k->keep_next) {
-        if (k == x || (only && k->client != only))
-            continue;
-        uint64_t rate = exchange_read_rate(k, now);
-        if (exchange_slower(k, rate, slowest, slowest_rate)) {
-            slowest = k;
-            slowest_rate = rate;
-        }
+    exchange_t *slowest =
+        exchange_slowest(ctx->keepers, offsetof(exchange_t, keep_link), only, x, &slowest_rate, now);
+    if (slowest == x) {
+        if (ctx->slots.len)
+            return EXCHANGE_ROOM_CUT_X;
+        dlist_push(&ctx->holders, &x->hold_link);
+        return EXCHANGE_ROOM_WAIT;
     }
-    if (slowest == x)
-        return ctx->slots.len ? EXCHANGE_ROOM_CUT_X : EXCHANGE_ROOM_WAIT;
     if (log_enabled(LOG_DEBUG))
         log_msg(LOG_DEBUG, "client_over_budget", "the slowest reader (%llu B/s) is cut to make room",
                 (unsigned long long)slowest_rate);
     ctx->core->cut(slowest, GATE_REASON_CLIENT_OVER_BUDGET, false);
     return EXCHANGE_ROOM_MADE;
+}
+
+void exchange_hold_end(exchange_t *x)
+{
+    dlist_remove(&x->ctx->holders, &x->hold_link);
+}
+
+void exchange_holders_yield(exchange_ctx_t *ctx)
+{
+    if (!ctx->holders)
+        return;
+    uint64_t rate = 0;
+    exchange_t *slowest =
+        exchange_slowest(ctx->holders, offsetof(exchange_t, hold_link), NULL, NULL, &rate, clock_coarse_ms());
+    if (log_enabled(LOG_DEBUG))
+        log_msg(LOG_DEBUG, "client_over_budget",
+                "a request waits for the slot of a full store's reader (%llu B/s): it is cut",
+                (unsigned long long)rate);
+    ctx->core->cut(slowest, GATE_REASON_CLIENT_OVER_BUDGET, false);
 }

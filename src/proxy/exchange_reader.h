@@ -29,7 +29,8 @@ void exchange_keep_end(exchange_t *x);
 typedef enum {
     EXCHANGE_ROOM_MADE,     /* a slower reader was cut: try again */
     EXCHANGE_ROOM_WAIT,     /* x is the slowest and nobody waits for a slot: x holds
-                               its upstream (back-pressure) until its client reads */
+                               its upstream (back-pressure) until its client reads,
+                               or until a request queues (exchange_holders_yield) */
     EXCHANGE_ROOM_CUT_X,    /* x is the slowest and requests wait for a slot: cut x */
 } exchange_room_t;
 
@@ -37,5 +38,13 @@ typedef enum {
  * (of x's address when that share is what is full, else of the worker,
  * x among them) is cut, unless that is x. */
 exchange_room_t exchange_keep_room(exchange_t *x);
+/* x no longer holds its slot for a full store: it pumps again, or it let
+ * its upstream go. */
+void exchange_hold_end(exchange_t *x);
+/* A request queued for a slot: the slowest reader that holds one for a
+ * full store (EXCHANGE_ROOM_WAIT) is cut, ClientOverBudget, and its slot
+ * goes to the queue. Without this, a client that never reads would keep
+ * its slot until send_timeout: it is looked at again only when it reads. */
+void exchange_holders_yield(exchange_ctx_t *ctx);
 
 #endif
