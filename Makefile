@@ -3,7 +3,7 @@
 #   make SAN=1 ...    AddressSanitizer + UBSan build in build-san/
 #   make TSAN=1 ...   ThreadSanitizer build in build-tsan/
 #   make test         unit (Criterion) + integration tests (INTEGRATION_JOBS=N: N
-#                     integration tests at a time, default nproc; tests/integration/README.md)
+#                     integration tests at a time, default nproc + 1; tests/integration/README.md)
 #   make run          the local demo stack (see README)
 #   make fuzz         every libFuzzer target for FUZZ_SECONDS (default 20) each
 #   make e2e-mcs      tests/e2e_mcs against the real MCS (the prebuilt 4.13 in MCS_GZ,

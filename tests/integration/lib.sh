@@ -52,7 +52,10 @@ set -o errtrace
 trap '_err_rc=$?; [[ $- == *e* ]] && echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" exited $_err_rc" >&2' ERR
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
-note() { echo "--- $*"; }
+# note TEXT: a step of the test, with the seconds since it started (where
+# a slow test spends its time, read off its log).
+LIB_T0=${EPOCHREALTIME/./}
+note() { local us=$(( ${EPOCHREALTIME/./} - LIB_T0 )); printf -- '--- %d.%01ds %s\n' $((us / 1000000)) $((us / 100000 % 10)) "$*"; }
 
 # wait_until SECONDS COMMAND...: polls the condition every 20 ms, bounded.
 wait_until() {

@@ -64,6 +64,13 @@ STATUS_OUT_OF_SKEW='{"status":{"bootImageSkewEnforcementStatus":{"mode":"Automat
 STATUS_COMPLIANT='{"status":{"bootImageSkewEnforcementStatus":{"mode":"Automatic","automatic":{"ocpVersion":"4.18.2","rhcosVersion":null}}}}'
 STATUS_NONE='{"status":{"bootImageSkewEnforcementStatus":{"mode":"None","automatic":null}}}'
 patch_status() { fa_kubectl patch machineconfiguration cluster --subresource=status --type merge -p "$1" >/dev/null; }
+# patch_status_fast JSON: the merge patch kubectl sends, by curl: ~10 ms
+# where kubectl takes ~250 ms to start, for a test that patches many times.
+patch_status_fast() {
+  curl -sf -o /dev/null --cacert "$FA_DIR/pki/ca.crt" -H "Authorization: Bearer $FA_TOKEN" \
+    -H 'Content-Type: application/merge-patch+json' -X PATCH --data-binary "$1" \
+    "$FA_URL/apis/operator.openshift.io/v1/machineconfigurations/cluster/status"
+}
 
 # The loopback address for silent_dns_start, one per test block (lib_ports.sh):
 # tests running at once cannot both have 127.0.0.X:53.

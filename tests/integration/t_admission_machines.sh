@@ -8,7 +8,7 @@
 # client's 8 MiB limit; pages of 500, ~1.8 MB each) within bounded memory; the reason in the answer,
 # the access log and skewgate_admission_rejects_total; `check` prints the
 # RBAC the config needs.
-# run: alone: measures the gate's peak RSS with 4000 Nodes (bound 64 MiB)
+# The peak RSS measured is the gate's own (VmHWM), which other tests' load does not move: it runs beside them.
 . "$(dirname "$0")/lib_kube.sh"
 
 certs

@@ -2,9 +2,8 @@
 # Coalescing's memory (issue 14.1): 8 slow readers of one shared fetch (3 MiB,
 # read at 100 KiB/s over TLS) hold the body once, not once per reader: the
 # gate's RSS grows by less than 6 MiB while they crawl (one body per reader
-# would be 24 MiB), and the 8 make one upstream request. Split out of
-# t_coalesce.sh, whose other checks need no quiet machine.
-# run: alone: measures the gate's RSS while 8 slow readers crawl (bound 6 MiB)
+# would be 24 MiB), and the 8 make one upstream request.
+# The RSS measured is the gate's own, which other tests' load does not move: it runs beside them.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_coalesce.sh"
 

@@ -12,7 +12,8 @@
 # parallel tests (run on its own, this test builds the base itself). The
 # test is skipped only when the Debian mirror cannot be reached to build
 # it, and never in CI.
-# run: alone: the image build: debootstrap, chroot and podman, minutes of disk and CPU
+# It runs beside the others: tools/image.sh takes build/image/.lock, so
+# it waits for t_image_base's base when that is still being built.
 . "$(dirname "$0")/lib.sh"
 elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
 T0=$(date +%s)

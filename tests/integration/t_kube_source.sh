@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The Kubernetes source end to end: the fake API server, kubectl as the
 # operator, the nginx MCS stand-in, skewgate (hold mode) and curl as the
-# node. Flips within a second, overrides, deletion, and every fault the
-# fake can make: dropped watch, 410, API down at start, garbage, bad and
-# rotated tokens. Ends with the flip latency over 50 patches.
-# run: alone: measures the flip latency (bound 1 s, publication p99 100 ms)
+# node. Patches, overrides, deletion, and every fault the fake can make:
+# dropped watch, 410, API down at start, garbage, bad and rotated tokens.
+# The timed promises (a flip within a second, the flip latency over 50
+# patches, when_unknown after max_staleness) are t_kube_flip.sh's, alone.
 . "$(dirname "$0")/lib_kube.sh"
 need_kubectl
 
@@ -25,13 +25,9 @@ note "compliant at start: admitted"
 wait_until 5 reason_is Compliant || die "no Compliant verdict from the list"
 code_is 200 || die "not admitted while compliant"
 
-note "kubectl patch out of skew: rejected within a second"
-t0=$(date +%s%N)
+note "kubectl patch out of skew: rejected"
 patch_status "$STATUS_OUT_OF_SKEW"
 wait_until 5 code_is 503 || die "the gate did not reject after the patch"
-flip_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-echo "flip after kubectl patch (kubectl included): ${flip_ms} ms"
-[ "$flip_ms" -lt 1000 ] || die "flip took ${flip_ms} ms"
 reason_is OutOfSkew || die "reason $(verdict_reason), expected OutOfSkew"
 
 note "mode None: admitted"
@@ -121,37 +117,6 @@ wait_until 5 log_count_above source_listed "$lists" || die "no relist with the r
 [ "$(fa_stats | fa_json 'd["authFailures"]')" = "$auth_before" ] || die "auth failures after rotation"
 [ "$(log_count source_token "changed")" -ge 1 ] || die "rotation not logged"
 
-note "flip latency over 50 patches"
-: >"$TMP/e2e_ms"
-for i in $(seq 1 50); do
-  if [ $((i % 2)) = 1 ]; then p=$STATUS_OUT_OF_SKEW want=503; else p=$STATUS_COMPLIANT want=200; fi
-  patch_status "$p"
-  t0=$(date +%s%N)
-  wait_until 2 code_is "$want" || die "patch $i not followed"
-  echo $(( ($(date +%s%N) - t0) / 1000000 )) >>"$TMP/e2e_ms"
-done
-python3 - "$GATE_LOG" "$TMP/e2e_ms" <<'PY'
-import json, sys
-pub = []
-for line in open(sys.argv[1]):
-    try:
-        j = json.loads(line)
-    except ValueError:
-        continue
-    if j.get("event") == "source_event" and j.get("type") == "MODIFIED":
-        pub.append(j["publish_ms"])
-pub = sorted(pub[-50:])
-e2e = sorted(float(x) for x in open(sys.argv[2]))
-def pct(v, p):
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
-print("watch event -> snapshot published: n=%d p50=%.3f ms p99=%.3f ms max=%.3f ms"
-      % (len(pub), pct(pub, 50), pct(pub, 99), pub[-1]))
-print("kubectl patch returned -> curl sees the flip: n=%d p50=%.0f ms p99=%.0f ms max=%.0f ms"
-      % (len(e2e), pct(e2e, 50), pct(e2e, 99), e2e[-1]))
-assert pct(pub, 99) < 100, "publication p99 over 100 ms"
-assert e2e[-1] < 1000, "a flip took a second or more"
-PY
-
 note "API down at start: when_unknown until it comes up, then the real verdict"
 gate_stop_checked
 port=$FA_PORT
@@ -164,21 +129,4 @@ fa_start --port "$port" --object "$FIXTURES/automatic-out-of-skew.yaml"
 wait_until 15 code_is 503 || die "the real verdict did not follow the API server's start"
 reason_is OutOfSkew || die "reason $(verdict_reason)"
 
-note "API down for longer than max_staleness: when_unknown, then back"
-gate_stop_checked
-kube_gate_start hold "  max_staleness: 2s"
-wait_until 5 code_is 503 || die "not rejected at start"
-port=$FA_PORT
-# Staleness runs from the last confirmed view: a bookmark (every second)
-# at most a second before the stop, so when_unknown comes 1 s later at best.
-t0=$(date +%s%N)
-fa_stop
-wait_until 2 log_count_above source_error 0 || die "the API server's loss was not noticed"
-code_is 503 || die "the last good verdict was not kept within max_staleness"
-wait_until 5 code_is 200 || die "not when_unknown after max_staleness"
-stale_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-reason_is SourceUnavailable || die "reason $(verdict_reason), expected SourceUnavailable"
-[ "$stale_ms" -ge 900 ] || die "when_unknown after ${stale_ms} ms, before max_staleness (2s)"
-fa_start --port "$port" --object "$FIXTURES/automatic-out-of-skew.yaml"
-wait_until 15 code_is 503 || die "the real verdict did not return with the API server"
 echo PASS

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Upstream failures are answered (502, 504), a cut body never passes as
 # complete, and a slow reader does not make the gate buffer the body.
-# run: alone: measures the gate's RSS while 8 slow readers crawl (bound 6 MiB)
+# The RSS measured is the gate's own, which other tests' load does not move: it runs beside them.
 . "$(dirname "$0")/lib.sh"
 
 certs

@@ -10,7 +10,7 @@
 # file is exactly the table `skewgate redirect install` writes for the
 # node-local-redirect config: status says so, and the init container's
 # install over it needs no --force. Addresses: 10.232.X.0/30, loopback.
-# run: alone: network namespaces and their nftables rulesets, ip netns in /run/netns
+# Its namespaces, addresses and rulesets are its own (names and 10.232.X from the PID): it runs beside the others.
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || skip "network namespaces need root (uid $(id -u))"

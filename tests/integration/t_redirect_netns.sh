@@ -13,7 +13,7 @@
 # a well-known table name are refused by check and install alike, and that
 # a hand-made table of the gate's name is left alone without --force.
 # Skips only where namespaces cannot be made. Addresses: 10.231.X.0/30 inside the namespaces, and loopback.
-# run: alone: network namespaces and their nftables rulesets, ip netns in /run/netns
+# Its namespaces, addresses and rulesets are its own (names and 10.231.X from the PID): it runs beside the others.
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || skip "network namespaces need root (uid $(id -u))"

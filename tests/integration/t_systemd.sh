@@ -7,7 +7,7 @@
 #
 # verify checks that each command's binary exists, so it reads copies of
 # the units rewritten to run $SKEWGATE_BIN instead of /usr/local/bin/skewgate.
-# run: alone: systemd-analyze, and a network namespace with nftables
+# Its namespace is its own: it runs beside the others.
 . "$(dirname "$0")/lib.sh"
 
 command -v systemd-analyze >/dev/null || fail "systemd-analyze is not installed (package systemd)"
