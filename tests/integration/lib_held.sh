@@ -1,8 +1,11 @@
 # shellcheck shell=bash
 # Sourced after lib.sh by the held-table tests (t_held.sh, t_held_forget.sh):
 # an Ignition-like client from any loopback address, and readers of the
-# admin API's /held, /metrics, /config and /verdict. Needs ADMIN_ADDR and
-# PLAIN_PORT.
+# admin API's /held, /metrics, /config and /verdict, on ADMIN_ADDR (a free
+# port, set here; ADMIN its URL). Needs PLAIN_PORT by the time they run.
+
+ADMIN_ADDR="127.0.0.1:$(free_port)"
+ADMIN="http://$ADMIN_ADDR"
 
 ACCEPT='application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1'
 

@@ -34,6 +34,15 @@ die() {
   fa_fail "$*"
 }
 
+# gate_stop_checked: gate_stop, then a sanitizer report in the stopped
+# gate's log fails the test (the next gate_start starts a new log).
+gate_stop_checked() {
+  gate_stop
+  if grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:' "$GATE_LOG"; then
+    die "sanitizer report from the stopped gate"
+  fi
+}
+
 # The status a node gets for /config/worker (plain listener).
 gate_code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$PLAIN_PORT/config/worker" || true; }
 code_is() { [ "$(gate_code)" = "$1" ]; }

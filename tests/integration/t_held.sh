@@ -15,8 +15,6 @@
 certs
 mcs_start
 object="$TMP/mc.yaml"
-ADMIN_ADDR="127.0.0.1:$(free_port)"
-ADMIN="http://$ADMIN_ADDR"
 note "a bad held section is refused with its position"
 MCS_PORT=$MCS_PORT ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/bad.yaml" hold "$object" "held:
   max_clients: 0"

@@ -11,8 +11,6 @@
 certs
 mcs_start
 object="$TMP/mc.yaml"
-ADMIN_ADDR="127.0.0.1:$(free_port)"
-ADMIN="http://$ADMIN_ADDR"
 
 note "a bounded table: max_clients 2, four clients; forgotten after forget_after"
 set_object automatic-out-of-skew.yaml "$object"

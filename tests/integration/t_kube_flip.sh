@@ -9,14 +9,6 @@
 . "$(dirname "$0")/lib_kube.sh"
 need_kubectl
 
-# The next gate_start starts a new log: look for sanitizer reports first.
-gate_stop_checked() {
-  gate_stop
-  if grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error:' "$GATE_LOG"; then
-    die "sanitizer report from the stopped gate"
-  fi
-}
-
 certs
 mcs_start 4096
 fa_start --object "$FIXTURES/automatic-compliant.yaml"
