@@ -13,8 +13,11 @@ typedef struct dlist_link {
     bool on;                        /* in the list now */
 } dlist_link_t;
 
-/* The member that embeds link l as its field `member`. */
-#define dlist_entry(l, type, member) ((type *)((char *)(l) - offsetof(type, member)))
+/* The member that embeds link l at byte link_off (offsetof its field). */
+static inline void *dlist_owner(dlist_link_t *l, size_t link_off)
+{
+    return (char *)l - link_off;
+}
 
 /* Joins the list at its front (a no-op when in it already). */
 static inline void dlist_push(dlist_link_t **head, dlist_link_t *l)

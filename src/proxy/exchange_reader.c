@@ -106,7 +106,7 @@ static exchange_t *exchange_slowest(dlist_link_t *list, size_t link_off, const c
 {
     const exchange_t *first = slowest;
     for (dlist_link_t *l = list; l; l = l->next) {
-        exchange_t *k = (exchange_t *)((char *)l - link_off);
+        exchange_t *k = dlist_owner(l, link_off);
         if (k == first || (only && k->client != only))
             continue;
         uint64_t r = exchange_read_rate(k, now);

@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <stddef.h>
 
 #include "core/dlist.h"
 
@@ -16,7 +17,7 @@ static int ids(dlist_link_t *head)
     for (dlist_link_t *l = head; l; l = l->next) {
         cr_assert_eq(l->prev, prev);
         cr_assert(l->on);
-        out = out * 10 + dlist_entry(l, member_t, link)->id;
+        out = out * 10 + ((member_t *)dlist_owner(l, offsetof(member_t, link)))->id;
         prev = l;
     }
     return out;
