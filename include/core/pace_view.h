@@ -20,15 +20,26 @@
 
 #define PACE_VIEW_WHY_LEN 256
 
+typedef struct pace_view_addr {
+    addrset_key_t key;
+    int64_t created;            /* its Node's creationTimestamp, on the room's clock */
+    bool ready;                 /* its Node's Ready condition is True */
+} pace_view_addr_t;
+
 typedef struct pace_view {
     /* Every collection listed since the watch (re)started, and none
      * failing now: the counts below are the cluster's. When false, why
      * says what is missing and pacing counts by join_timeout alone. */
     bool trusted;
     char why[PACE_VIEW_WHY_LEN];
-    /* ADDRSET_ACTIVE: a Ready Node's address; ADDRSET_PENDING: a Node's
-     * that is not Ready. NULL: no Node known. */
-    addrset_t *nodes;
+    /* Every address of every Node with that Node's creation (the room's
+     * clock) and Ready, sorted by address (pace_view_sort_addrs), so the
+     * room asks whether a Node was born at an address after a node's
+     * admission: an older Node there (a host re-imaged under a Node that
+     * survived, a stale NotReady Node on a reused IP) is not the node it
+     * admitted. */
+    pace_view_addr_t *addrs;
+    size_t n_addrs;
     /* Ascending creation times (ms, the room's clock): the Nodes not
      * Ready, and the kubelet client CSRs no condition has ended. */
     int64_t *not_ready_created;
@@ -39,6 +50,12 @@ typedef struct pace_view {
 
 /* How many of the ascending times t[0..n) are after from (t > from). */
 size_t pace_view_after(const int64_t *t, size_t n, int64_t from);
+/* Sorts v->addrs by address, so pace_view_newest finds them. */
+void pace_view_sort_addrs(pace_view_t *v);
+/* Of the Nodes with address key, the one created last (NULL: none). A
+ * second Node on an address is rare (a stale one beside its successor):
+ * the run of equal keys is walked. */
+const pace_view_addr_t *pace_view_newest(const pace_view_t *v, const addrset_key_t *key);
 /* Frees v and what it holds; NULL is ignored. */
 void pace_view_free(pace_view_t *v);
 

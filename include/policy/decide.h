@@ -13,9 +13,11 @@
  *   4. the verdict: reject rejects, with the verdict's reason;
  *   5. evidence (evidence.enabled): a request the verdict admits for a
  *      reason evidence applies to, asking for too old a spec, is held;
- *   6. pacing (pace.enabled): a client that is not joining and whose
- *      turn has not come, or any new one while the node CSRs pending are
- *      at pace.max_pending_csrs, is held (503 Paced);
+ *   6. pacing (pace.enabled): the request is the pace room's to admit or
+ *      hold (503 Paced), in one call under its lock (proxy/pace.h
+ *      pace_decide), which conn makes for POLICY_PACE alone: the room
+ *      owns that outcome wholly, and only a request the rules above
+ *      admit ever takes its lock;
  *   7. otherwise the request is admitted.
  *
  * The policies come before the verdict: a node without the token is
@@ -42,20 +44,12 @@ typedef struct policy_request {
     const struct sockaddr_storage *peer;    /* the client (the PROXY header's source, if any) */
 } policy_request_t;
 
-/* The client as the pace room (proxy/pace.h) saw it for this request. */
-typedef struct policy_pace {
-    bool joining;                       /* admitted within its slot: its retries are admitted again */
-    bool turn;                          /* a free slot is its, by its place in line */
-    bool ceiling;                       /* too many node CSRs pending (pace.max_pending_csrs): nobody new */
-} policy_pace_t;
-
 /* What the worker has published, read as one view for the request. */
 typedef struct policy_view {
-    const config_t *cfg;                /* gate.prefixes, admission.machines.enabled, evidence */
+    const config_t *cfg;                /* gate.prefixes, admission.machines.enabled, evidence, pace.enabled */
     const token_set_t *tokens;          /* NULL: admission.token is off */
     const addrset_t *addresses;         /* NULL: no full list of Machines and Nodes yet */
     const gate_snapshot_t *snapshot;    /* the verdict */
-    const policy_pace_t *pace;          /* NULL: pace is off */
 } policy_view_t;
 
 typedef enum {
@@ -64,6 +58,7 @@ typedef enum {
     POLICY_REFUSE,      /* an admission policy refused it: .refusal says why */
     POLICY_REJECT,      /* the verdict rejects: the snapshot's answer */
     POLICY_EVIDENCE,    /* evidence holds it: the snapshot's evidence answer */
+    POLICY_PACE,        /* admitted by every rule, and pacing is on: the pace room decides */
 } policy_action_t;
 
 typedef struct policy_decision {

@@ -23,6 +23,8 @@ typedef struct request_log {
     char pool[64];
     request_decision_t decision;
     const char *reason;     /* a verdict or gate reason's name; NULL if none */
+    const char *pace_cause; /* Paced: why (pace_cause_name), NULL if not paced */
+    uint32_t pace_place;    /* Paced: its place in line from 1, 0: none */
     int status;
     uint64_t bytes;         /* body and head bytes sent to the client */
     uint64_t start_ns;

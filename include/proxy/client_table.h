@@ -27,6 +27,7 @@ typedef struct client_share {
 typedef struct client_table {
     client_share_t **buckets;
     uint32_t mask;              /* buckets - 1, a power of two */
+    uint64_t hash_key[2];       /* hash_seeded16's, random per table: no address picks its bucket */
     uint32_t n;
 } client_table_t;
 

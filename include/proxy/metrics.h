@@ -113,7 +113,7 @@ typedef struct metrics_gate {
     bool machines_on;
     bool machines_synced;
     double machines_last_list;      /* Unix seconds, 0 = not every collection listed since it started */
-    const pace_stats_t *pace;       /* the line's counts; NULL: pacing is off, not rendered */
+    const pace_report_t *pace;      /* the room, with its lists; NULL: pacing is off, not rendered */
 } metrics_gate_t;
 
 /* The work the latest rendering of skewgate_held_clients did: pool

@@ -16,14 +16,24 @@
  * admittedAfterHold, overflow, maxClients, forgetAfterSeconds}; times RFC
  * 3339 UTC, ages in whole seconds as of now_ms. NULL when out of memory. */
 json_t *held_json(const held_view_t *v, uint64_t now_ms);
-/* The pacing line (pace.enabled): {joining, waiting, admittedTotal,
- * joinTimeouts, line: [{address, pool, place, waitedSeconds, quietSeconds,
- * present}], counting ("api" | "join_timeout"), why (only when
- * join_timeout), pendingCsrs (the last hour), youngPendingCsrs,
- * youngNotReadyNodes (within join_timeout), unseenAdmissions, budgetUsed,
- * maxJoining, maxPendingCsrs, replicas, csrCeiling, joinedTotal}, place
- * from 1 in line order; now_ms on the room's clock (monotonic). NULL when
- * out of memory. */
-json_t *pace_json(const pace_stats_t *st, const pace_waiter_t *w, size_t n, uint64_t now_ms);
+/* The two clocks at one instant: the room's times are monotonic, shown
+ * as RFC 3339 by their distance from now. */
+typedef struct pace_clocks {
+    uint64_t mono_ms, wall_ms;
+} pace_clocks_t;
+
+/* The pacing room (pace.enabled) as JSON text (NUL-terminated, *len
+ * without it; the caller frees it): {joining, waiting, present, maxLine,
+ * admittedTotal, joinTimeouts, unrecordedTotal, evictedTotal,
+ * forgottenTotal, freeSlots, roomFull, counting ("api" | "join_timeout"),
+ * why (only when join_timeout), unseenAdmissions, budgetUsed, maxJoining,
+ * maxPendingCsrs, replicas, csrCeiling, joinedTotal, pendingCsrs,
+ * youngPendingCsrs, youngNotReadyNodes (null unless counted by the API),
+ * pacedTotal: {cause: n}, headEarliestAdmission (RFC 3339 or null),
+ * line: [{address, pool, place, waitedSeconds, quietSeconds, present,
+ * firstPaced}] (every waiting node, place from 1 in line order),
+ * joiningNodes: [{address, pool, admittedAt, freesAt, freesOn, registered,
+ * joiningSeconds}] (oldest admission first)}. NULL when out of memory. */
+char *pace_json_text(const pace_report_t *rep, const pace_clocks_t *c, size_t *len);
 
 #endif

@@ -122,40 +122,56 @@ static void admin_verdict(void *arg, struct evhttp_request *req)
     admin_json(req, admin_verdict_json(arg));
 }
 
-/* The line shown with the held nodes: the paced ones in line order, with
- * their place and wait (at most PACE_SHOWN of them). */
-#define PACE_SHOWN 1000
-static int admin_held_pace(const admin_t *a, json_t *held)
+/* The held table's JSON, and with pacing on the room's as its "pace"
+ * member: the room's text is spliced in whole (pace_json_text renders
+ * every waiting node without building it as a json_t). */
+static char *admin_held_text(const admin_t *a, size_t *len)
 {
-    pace_stats_t st;
-    size_t n;
-    pace_waiter_t *w = malloc(PACE_SHOWN * sizeof *w);
-    if (!w)
-        return -1;
-    int rc = 0;
-    if (scrape_pace(&a->scrape, &st, w, PACE_SHOWN, &n)) {
-        json_t *p = pace_json(&st, w, n, clock_coarse_ms());
-        rc = p && json_object_set_new(held, "pace", p) == 0 ? 0 : -1;
+    held_view_t view;
+    if (scrape_held(&a->scrape, &view) < 0)
+        return NULL;
+    json_t *j = held_json(&view, clock_wall_coarse_ms());
+    held_view_release(&view);
+    char *held = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+    json_decref(j);
+    pace_report_t rep;
+    int on = held ? scrape_pace(&a->scrape, true, &rep) : 0;
+    if (on <= 0)
+        return on < 0 ? (free(held), NULL) : (held ? (*len = strlen(held), held) : NULL);
+    pace_clocks_t clocks = {.mono_ms = clock_coarse_ms(), .wall_ms = clock_wall_coarse_ms()};
+    size_t pace_len;
+    char *pace = pace_json_text(&rep, &clocks, &pace_len);
+    pace_report_release(&rep);
+    char *text = NULL;
+    size_t held_len = strlen(held);
+    /* The held object's closing brace gives way to the pace member. */
+    if (pace && (text = malloc(held_len + pace_len + 16))) {
+        size_t at = held_len - 1;
+        memcpy(text, held, at);
+        at += (size_t)sprintf(text + at, ",\n  \"pace\": ");
+        memcpy(text + at, pace, pace_len);
+        at += pace_len;
+        text[at++] = '\n';
+        text[at++] = '}';
+        text[at] = '\0';
+        *len = at;
     }
-    free(w);
-    return rc;
+    free(held);
+    free(pace);
+    return text;
 }
 
 static void admin_held(void *arg, struct evhttp_request *req)
 {
-    admin_t *a = arg;
-    held_view_t view;
-    if (scrape_held(&a->scrape, &view) < 0) {
+    size_t len;
+    char *text = admin_held_text(arg, &len);
+    if (!text) {
         serve_text(req, 500, "Internal Server Error", "out of memory");
         return;
     }
-    json_t *j = held_json(&view, clock_wall_coarse_ms());
-    held_view_release(&view);
-    if (j && admin_held_pace(a, j) < 0) {
-        json_decref(j);
-        j = NULL;
-    }
-    admin_json(req, j);
+    text[len] = '\n';  /* the NUL becomes the final newline */
+    serve_reply(req, 200, "OK", "application/json", text, len + 1);
+    free(text);
 }
 
 /* GET /config: the configuration serving now and the reloads so far. */

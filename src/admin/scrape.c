@@ -32,12 +32,11 @@ int scrape_held(const scrape_t *s, held_view_t *out)
     return held_collect(tables, n, clock_wall_coarse_ms(), out);
 }
 
-bool scrape_pace(const scrape_t *s, pace_stats_t *stats, pace_waiter_t *out, size_t max, size_t *n)
+int scrape_pace(const scrape_t *s, bool lists, pace_report_t *out)
 {
     if (!s->pace || !s->cfg || !(*s->cfg)->pace.enabled)
-        return false;
-    *n = pace_report(s->pace, &(*s->cfg)->pace, clock_coarse_ms(), stats, out, max);
-    return true;
+        return 0;
+    return pace_report(s->pace, &(*s->cfg)->pace, clock_coarse_ms(), lists, out) < 0 ? -1 : 1;
 }
 
 void scrape_metrics(void *arg, struct evhttp_request *req)
@@ -52,9 +51,14 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
     machines_health_t machines = {0};
     if (watch)
         machines_watch_health(watch, &machines);
-    pace_stats_t pace;
-    size_t none;
-    bool pace_on = scrape_pace(s, &pace, NULL, 0, &none);
+    /* The lists too: the waiting nodes are counted by pool. */
+    pace_report_t pace;
+    int pace_on = scrape_pace(s, true, &pace);
+    if (pace_on < 0) {
+        held_view_release(&held);
+        serve_text(req, 500, "Internal Server Error", "out of memory");
+        return;
+    }
     metrics_gate_t g = {
         .verdict = verdict_ctl_current(s->ctl),
         .source_last_sync = verdict_ctl_last_sync(s->ctl),
@@ -71,6 +75,8 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
     size_t len;
     char *text = metrics_render(s->workers, s->n_workers, &g, &len);
     held_view_release(&held);
+    if (pace_on)
+        pace_report_release(&pace);
     if (!text) {
         serve_text(req, 500, "Internal Server Error", "out of memory");
         return;

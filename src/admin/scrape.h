@@ -39,9 +39,10 @@ void scrape_release(scrape_t *s);
 /* The workers' held tables merged (held_collect) as of now; 0 or -1
  * when out of memory. The caller releases *out. */
 int scrape_held(const scrape_t *s, held_view_t *out);
-/* The line as of now into *stats and out[max] (pace_report); false when
- * pacing is off (nothing written). */
-bool scrape_pace(const scrape_t *s, pace_stats_t *stats, pace_waiter_t *out, size_t max, size_t *n);
+/* The pacing room as of now into *out (pace_report; with lists, every
+ * waiting and joining node: pace_report_release it): 1, 0 when pacing is
+ * off (nothing to release), -1 out of memory. */
+int scrape_pace(const scrape_t *s, bool lists, pace_report_t *out);
 /* GET /metrics: Prometheus text format 0.0.4 (arg: a scrape_t). */
 void scrape_metrics(void *arg, struct evhttp_request *req);
 

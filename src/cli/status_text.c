@@ -247,6 +247,26 @@ static void status_print_pace(FILE *out, const json_t *pace)
                 (long long)json_integer_value(json_object_get(pace, "pendingCsrs")),
                 (long long)json_integer_value(json_object_get(pace, "maxPendingCsrs")),
                 json_is_true(json_object_get(pace, "csrCeiling")) ? ": at the ceiling, nobody is admitted" : "");
+    if (json_is_true(json_object_get(pace, "roomFull")))
+        fprintf(out, "  line full: %lld places (held.max_clients); a newcomer takes the place of one absent longest, "
+                "%lld made way, %lld paced without a place\n",
+                (long long)json_integer_value(json_object_get(pace, "maxLine")),
+                (long long)json_integer_value(json_object_get(pace, "evictedTotal")),
+                (long long)json_integer_value(json_object_get(pace, "unrecordedTotal")));
+    const char *head = status_str(pace, "headEarliestAdmission");
+    if (*head)
+        fprintf(out, "  head:      the first present node of the line is admitted at the soonest %s\n", head);
+    const json_t *joining = json_object_get(pace, "joiningNodes");
+    if (json_array_size(joining))
+        fprintf(out, "  joining (admitted at, frees at the latest, on):\n");
+    for (size_t i = 0; i < json_array_size(joining); i++) {
+        const json_t *j = json_array_get(joining, i);
+        fprintf(out, "       %-39s %-16s %s  %s  %s%s\n", status_str(j, "address"), status_str(j, "pool"),
+                status_str(j, "admittedAt"), status_str(j, "freesAt"), status_str(j, "freesOn"),
+                json_is_true(json_object_get(j, "registered")) ? " (its Node registered)" : "");
+    }
+    if (json_array_size(line))
+        fprintf(out, "  waiting, in line order:\n");
     for (size_t i = 0; i < json_array_size(line); i++) {
         const json_t *w = json_array_get(line, i);
         char waited[32], quiet[32];

@@ -41,7 +41,7 @@ policy_decision_t policy_decide(const policy_request_t *rq, const policy_view_t 
         return decided(POLICY_REJECT, ADMISSION_PASS);
     if (evidence_holds(rq, view))
         return decided(POLICY_EVIDENCE, ADMISSION_PASS);
-    if (view->pace && !view->pace->joining && (view->pace->ceiling || !view->pace->turn))
-        return decided(POLICY_REFUSE, ADMISSION_PACED);
+    if (view->cfg->pace.enabled)
+        return decided(POLICY_PACE, ADMISSION_PASS);
     return decided(POLICY_ADMIT, ADMISSION_PASS);
 }

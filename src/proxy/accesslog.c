@@ -119,6 +119,9 @@ void accesslog_write(accesslog_clock_t *clk, const request_log_t *log, const cha
     at = accesslog_str(line, at, cap, "decision", decision, strlen(decision), ACCESSLOG_SHORT);
     if (log->reason)
         at = accesslog_str(line, at, cap, "reason", log->reason, strlen(log->reason), ACCESSLOG_SHORT);
+    if (log->pace_cause && at < cap)
+        at += (size_t)snprintf(line + at, cap - at, ",\"pace_cause\":\"%s\",\"pace_place\":%u", log->pace_cause,
+                               (unsigned)log->pace_place);
     if (at < cap)
         at += (size_t)snprintf(line + at, cap - at,
                                ",\"status\":%d,\"bytes\":%llu,\"duration\":%.6f,\"upstream_time\":%.6f,\"tls\":%s",

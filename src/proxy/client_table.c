@@ -14,6 +14,7 @@ int client_table_init(client_table_t *t)
     t->buckets = calloc(CLIENT_TABLE_FIRST, sizeof *t->buckets);
     t->mask = CLIENT_TABLE_FIRST - 1;
     t->n = 0;
+    hash_random_key(t->hash_key);
     return t->buckets ? 0 : -1;
 }
 
@@ -31,10 +32,7 @@ void client_table_destroy(client_table_t *t)
 
 static uint32_t client_table_slot(const client_table_t *t, const addrset_key_t *k)
 {
-    uint64_t lo, hi;
-    memcpy(&lo, k->b, 8);
-    memcpy(&hi, k->b + 8, 8);
-    return (uint32_t)hash_mix64(lo ^ hash_mix64(hi)) & t->mask;
+    return (uint32_t)hash_seeded16(t->hash_key, k->b) & t->mask;
 }
 
 /* Twice the buckets; out of memory, the chains just grow longer. */

@@ -598,37 +598,32 @@ static void conn_dispatch(conn_t *c)
     policy_request_t rq = {.head = c->ibuf, .req = req, .clean = clean, .clean_len = clean_len, .peer = &c->peer};
     policy_view_t view = {.cfg = env->cfg, .tokens = env->tokens, .addresses = env->addrset, .snapshot = env->snapshot};
     policy_decision_t d = policy_decide(&rq, &view);
-    /* Pacing reads the gate's line, whose lock only a request that would
-     * be admitted takes: the rules are asked again with what it saw. */
-    const config_pace_t *pace = &env->cfg->pace;
-    policy_pace_t paced;
-    uint64_t now_ms = 0;
-    if (d.action == POLICY_ADMIT && pace->enabled) {
-        now_ms = clock_coarse_ms();
-        paced = pace_look(env->pace, pace, &c->peer, now_ms);
-        view.pace = &paced;
-        d = policy_decide(&rq, &view);
-    }
     if (d.action != POLICY_PASS)
         conn_copy_pool(c, clean, clean_len);
-    /* Another worker took the slot since the look: paced after all. */
-    if (d.action == POLICY_ADMIT && view.pace && !pace_join(env->pace, pace, &c->peer, c->log.pool, now_ms))
-        d = (policy_decision_t){.action = POLICY_REFUSE, .refusal = ADMISSION_PACED};
-    if (d.action == POLICY_REFUSE && d.refusal == ADMISSION_PACED)
-        pace_wait(env->pace, pace, &c->peer, c->log.pool, now_ms);
+    if (d.action == POLICY_PACE) {
+        pace_decision_t p = pace_decide(env->pace, &env->cfg->pace, &c->peer, c->log.pool, clock_coarse_ms());
+        c->log.pace_cause = p.cause == PACE_ADMITTED ? NULL : pace_cause_name(p.cause);
+        c->log.pace_place = p.place;
+        d = p.cause == PACE_ADMITTED ? (policy_decision_t){.action = POLICY_ADMIT}
+                                     : (policy_decision_t){.action = POLICY_REFUSE, .refusal = ADMISSION_PACED};
+    }
     switch (d.action) {
     case POLICY_PASS:
         c->log.decision = REQUEST_PASS;
         break;
     case POLICY_REFUSE:
         c->log.decision = REQUEST_REJECT;
-        conn_record_refused(c, d.refusal);
+        /* The pace room keeps the paced ones, each with its pool and
+         * place: the held table would keep them twice. */
+        if (d.refusal != ADMISSION_PACED)
+            conn_record_refused(c, d.refusal);
         conn_refuse(c, d.refusal, !c->keep_alive);
         return;
     case POLICY_REJECT:
     case POLICY_EVIDENCE:
         conn_reject(c, view.snapshot, d.action == POLICY_EVIDENCE);
         return;
+    case POLICY_PACE:       /* the room answered above: admit or refuse */
     case POLICY_ADMIT:
         c->log.decision = REQUEST_ADMIT;
         c->log.reason = verdict_reason_name(view.snapshot->verdict.reason);

@@ -382,10 +382,33 @@ static int metrics_held_series_cmp(const void *a, const void *b)
  * each with every series found so far, quadratic with made-up pools:
  * 2.9 s at 32,768 entries). The series are then sorted, pools in
  * held.pools's order, "other" last. */
-static int metrics_render_held(FILE *f, const held_view_t *h, const config_held_t *pools)
+/* One client of pool and reason into the series table (cap slots, a
+ * power of two, at most half full). */
+static void metrics_held_count(metrics_held_series_t *table, size_t cap, size_t *n_series, uint32_t pool,
+                               const char *reason)
 {
+    for (size_t k = (size_t)metrics_held_hash(pool, reason) & (cap - 1);; k = (k + 1) & (cap - 1)) {
+        metrics_held_steps++;
+        metrics_held_series_t *s = &table[k];
+        if (!s->reason) {
+            *s = (metrics_held_series_t){pool, reason, 0};
+            (*n_series)++;
+        } else if (s->pool != pool || strcmp(s->reason, reason)) {
+            continue;
+        }
+        s->n++;
+        return;
+    }
+}
+
+/* The held table's clients, and the pace room's waiting nodes as reason
+ * Paced (the room keeps them, each with its pool: the held table does
+ * not record them). */
+static int metrics_render_held(FILE *f, const held_view_t *h, const config_held_t *pools, const pace_report_t *pace)
+{
+    size_t n_line = pace ? pace->n_line : 0;
     size_t cap = 2;
-    while (cap < 2 * h->n + 2)
+    while (cap < 2 * (h->n + n_line) + 2)
         cap *= 2;
     metrics_held_series_t *table = calloc(cap, sizeof *table);
     if (!table)
@@ -394,23 +417,11 @@ static int metrics_render_held(FILE *f, const held_view_t *h, const config_held_
     size_t n_series = 0;
     for (size_t i = 0; i < h->n; i++) {
         const held_entry_t *e = &h->entries[i];
-        if (!held_now(e))
-            continue;
-        uint32_t pool = metrics_held_pool(pools, e->pool);
-        size_t k = (size_t)metrics_held_hash(pool, e->reason) & (cap - 1);
-        for (;; k = (k + 1) & (cap - 1)) {
-            metrics_held_steps++;
-            metrics_held_series_t *s = &table[k];
-            if (!s->reason) {
-                *s = (metrics_held_series_t){pool, e->reason, 0};
-                n_series++;
-            } else if (s->pool != pool || strcmp(s->reason, e->reason)) {
-                continue;
-            }
-            s->n++;
-            break;
-        }
+        if (held_now(e))
+            metrics_held_count(table, cap, &n_series, metrics_held_pool(pools, e->pool), e->reason);
     }
+    for (size_t i = 0; i < n_line; i++)
+        metrics_held_count(table, cap, &n_series, metrics_held_pool(pools, pace->line[i].pool), "Paced");
     size_t kept = 0;
     for (size_t k = 0; k < cap; k++)
         if (table[k].reason)
@@ -437,6 +448,23 @@ static int metrics_render_held(FILE *f, const held_view_t *h, const config_held_
 
 static void metrics_render_pace(FILE *f, const pace_stats_t *p)
 {
+    metrics_render_value(f, "skewgate_pace_line_full", "gauge",
+                         "1 when the pacing line holds held.max_clients nodes: a newcomer takes the place of one "
+                         "absent longer than head_hold, or is paced without one.",
+                         p->waiting >= p->max_line);
+    metrics_render_value(f, "skewgate_pace_unrecorded_total", "counter",
+                         "Newcomers paced without a place: the line was full of present nodes.", p->unrecorded_total);
+    metrics_render_value(f, "skewgate_pace_evicted_total", "counter",
+                         "Absent nodes of a full line that made way for a newcomer.", p->evicted_total);
+    metrics_render_value(f, "skewgate_pace_forgotten_total", "counter",
+                         "Waiting nodes forgotten after join_timeout unseen.", p->forgotten_total);
+    metrics_render_value(f, "skewgate_pace_free_slots", "gauge",
+                         "Slots free now (max_joining less the budget used, and per_minute).", p->free);
+    metrics_head(f, "skewgate_pace_paced_total", "counter",
+                 "Paced requests by cause: ceiling, budget, rate, turn, room.");
+    for (int k = PACE_ADMITTED + 1; k < PACE_CAUSES; k++)
+        fprintf(f, "skewgate_pace_paced_total{cause=\"%s\"} %" PRIu64 "\n", pace_cause_name((pace_cause_t)k),
+                p->paced_total[k]);
     metrics_render_value(f, "skewgate_pace_joining", "gauge",
                          "Nodes admitted and not yet joined (pace.max_joining at most).", p->joining);
     metrics_render_value(f, "skewgate_pace_waiting", "gauge",
@@ -486,8 +514,8 @@ char *metrics_render(const metrics_worker_t *const *workers, size_t n_workers, c
     if (g->machines_on)
         metrics_render_machines(f, g);
     if (g->pace)
-        metrics_render_pace(f, g->pace);
-    if (g->held && metrics_render_held(f, g->held, g->held_config) < 0)
+        metrics_render_pace(f, &g->pace->stats);
+    if (g->held && metrics_render_held(f, g->held, g->held_config, g->pace) < 0)
         rc = -1;
     if (ferror(f))
         rc = -1;

@@ -1,3 +1,4 @@
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,19 +12,30 @@ const unsigned PACE_JOIN_BUCKETS_S[PACE_JOIN_BUCKETS] = {30, 60, 120, 300, 600, 
  * counts the CSRs pending that were created within the last hour. */
 #define PACE_CSR_WINDOW_MS (3600 * 1000)
 
+static const char *const PACE_CAUSE_NAMES[PACE_CAUSES] = {
+    [PACE_ADMITTED] = "", [PACE_CEILING] = "ceiling", [PACE_BUDGET] = "budget",
+    [PACE_RATE] = "rate", [PACE_TURN] = "turn",       [PACE_ROOM] = "room",
+};
+
+const char *pace_cause_name(pace_cause_t cause)
+{
+    return (unsigned)cause < PACE_CAUSES ? PACE_CAUSE_NAMES[cause] : "";
+}
+
 /* ---- the table and the lists ------------------------------------------ */
 
-int pace_room_init(pace_room_t *r, uint32_t max_nodes)
+int pace_room_init(pace_room_t *r, uint32_t max_line)
 {
     memset(r, 0, sizeof *r);
     uint32_t n = 64;
-    while (n < max_nodes)
+    while (n < max_line)
         n *= 2;
     r->buckets = calloc(n, sizeof *r->buckets);
     if (!r->buckets)
         return -1;
     r->mask = n - 1;
-    r->max_nodes = max_nodes;
+    r->max_line = max_line;
+    hash_random_key(r->hash_key);
     pthread_mutex_init(&r->lock, NULL);
     return 0;
 }
@@ -45,12 +57,10 @@ void pace_room_destroy(pace_room_t *r)
     pthread_mutex_destroy(&r->lock);
 }
 
+/* Keyed: the addresses are the clients' to pick (hash.h). */
 static uint32_t pace_slot(const pace_room_t *r, const addrset_key_t *k)
 {
-    uint64_t lo, hi;
-    memcpy(&lo, k->b, 8);
-    memcpy(&hi, k->b + 8, 8);
-    return (uint32_t)hash_mix64(lo ^ hash_mix64(hi)) & r->mask;
+    return (uint32_t)hash_seeded16(r->hash_key, k->b) & r->mask;
 }
 
 static pace_node_t *pace_find(const pace_room_t *r, const addrset_key_t *k)
@@ -61,7 +71,17 @@ static pace_node_t *pace_find(const pace_room_t *r, const addrset_key_t *k)
     return NULL;
 }
 
-static void pace_list_push(pace_list_t *l, pace_node_t *n)
+static pace_node_t *pace_by_order(pace_link_t *l)
+{
+    return l ? (pace_node_t *)((char *)l - offsetof(pace_node_t, order)) : NULL;
+}
+
+static pace_node_t *pace_by_seen(pace_link_t *l)
+{
+    return l ? (pace_node_t *)((char *)l - offsetof(pace_node_t, seen)) : NULL;
+}
+
+static void pace_list_push(pace_list_t *l, pace_link_t *n)
 {
     n->next = NULL;
     n->prev = l->tail;
@@ -73,7 +93,7 @@ static void pace_list_push(pace_list_t *l, pace_node_t *n)
     l->n++;
 }
 
-static void pace_list_remove(pace_list_t *l, pace_node_t *n)
+static void pace_list_remove(pace_list_t *l, pace_link_t *n)
 {
     if (n->prev)
         n->prev->next = n->next;
@@ -93,11 +113,10 @@ static void pace_forget(pace_room_t *r, pace_node_t *n)
     while (*at != n)
         at = &(*at)->chain;
     *at = n->chain;
-    r->n_nodes--;
     free(n);
 }
 
-/* A new node, first seen now (not in a list yet); NULL out of memory. */
+/* A new node, first seen now (in no list yet); NULL out of memory. */
 static pace_node_t *pace_add(pace_room_t *r, const addrset_key_t *k, uint64_t now_ms)
 {
     pace_node_t *n = calloc(1, sizeof *n);
@@ -108,7 +127,6 @@ static pace_node_t *pace_add(pace_room_t *r, const addrset_key_t *k, uint64_t no
     uint32_t s = pace_slot(r, k);
     n->chain = r->buckets[s];
     r->buckets[s] = n;
-    r->n_nodes++;
     return n;
 }
 
@@ -117,6 +135,13 @@ static void pace_copy_pool(pace_node_t *n, const char *pool)
     size_t len = strnlen(pool, PACE_POOL_LEN - 1);
     memcpy(n->pool, pool, len);
     n->pool[len] = '\0';
+}
+
+/* A waiting node leaves the line (to join, or forgotten). */
+static void pace_leave_line(pace_room_t *r, pace_node_t *n)
+{
+    pace_list_remove(&r->line, &n->order);
+    pace_list_remove(&r->seen, &n->seen);
 }
 
 /* ---- time passing ------------------------------------------------------ */
@@ -133,20 +158,26 @@ static uint64_t pace_age(uint64_t now_ms, uint64_t t)
 /* n is joining no more: off the joining list and forgotten. */
 static void pace_unjoin(pace_room_t *r, pace_node_t *n)
 {
-    pace_list_remove(&r->joining, n);
+    pace_list_remove(&r->joining, &n->order);
     if (!n->is_node)
         r->unseen--;
     pace_forget(r, n);
 }
 
 /* A node admitted join_timeout ago has joined or never will: its slot is
- * free. (A Node of its address turning Ready ends it sooner, in
- * pace_room_set_view.) */
+ * free (a Node born for it turning Ready ends it sooner, in
+ * pace_room_set_view). A waiting node unseen as long has gone. */
 static void pace_expire(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
-    while (r->joining.head && pace_age(now_ms, r->joining.head->admitted_ms) >= cfg->join_timeout_ms) {
+    pace_node_t *n;
+    while ((n = pace_by_order(r->joining.head)) && pace_age(now_ms, n->admitted_ms) >= cfg->join_timeout_ms) {
         r->timed_out_total++;
-        pace_unjoin(r, r->joining.head);
+        pace_unjoin(r, n);
+    }
+    while ((n = pace_by_seen(r->seen.head)) && pace_age(now_ms, n->seen_ms) >= cfg->join_timeout_ms) {
+        r->forgotten_total++;
+        pace_leave_line(r, n);
+        pace_forget(r, n);
     }
 }
 
@@ -155,11 +186,14 @@ static bool pace_trusted(const pace_room_t *r)
     return r->view && r->view->trusted;
 }
 
-/* The class of a node's address in the view: ACTIVE a Ready Node's,
- * PENDING another Node's, UNKNOWN none (or no view). */
-static addrset_class_t pace_node_class(const pace_room_t *r, const addrset_key_t *k)
+/* The Node born for joining node n: the newest Node of its address,
+ * created after its admission (less the clock skew); NULL: none. */
+static const pace_view_addr_t *pace_born_for(const pace_room_t *r, const pace_node_t *n)
 {
-    return r->view && r->view->nodes ? addrset_lookup_key(r->view->nodes, k) : ADDRSET_UNKNOWN;
+    if (!r->view)
+        return NULL;
+    const pace_view_addr_t *a = pace_view_newest(r->view, &n->key);
+    return a && a->created + PACE_NODE_SKEW_MS >= (int64_t)n->admitted_ms ? a : NULL;
 }
 
 /* now - window on the view's clock: the times after it are within the
@@ -181,12 +215,18 @@ static uint32_t pace_csrs_within(const pace_room_t *r, uint64_t window_ms, uint6
     return (uint32_t)pace_view_after(v->csr_created, v->n_csrs, pace_since(now_ms, window_ms));
 }
 
+/* The node CSRs the approver counts now. */
+static uint32_t pace_pending_csrs(const pace_room_t *r, uint64_t now_ms)
+{
+    return pace_csrs_within(r, PACE_CSR_WINDOW_MS, now_ms);
+}
+
 /* The CSR ceiling holds: the approver is near the count past which it
  * approves nothing, so no node is added to the pending ones. Only a
  * trusted view can say so. */
 static bool pace_ceiling(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
-    return pace_trusted(r) && pace_csrs_within(r, PACE_CSR_WINDOW_MS, now_ms) >= cfg->max_pending_csrs;
+    return pace_trusted(r) && pace_pending_csrs(r, now_ms) >= cfg->max_pending_csrs;
 }
 
 /* The budget used, as the counting mode counts it: V + replicas x O with
@@ -207,10 +247,10 @@ void pace_room_set_view(pace_room_t *r, pace_view_t *view, uint64_t now_ms)
     r->view = view;
     bool trusted = pace_trusted(r);
     r->unseen = 0;
-    for (pace_node_t *n = r->joining.head, *next; n; n = next) {
-        next = n->next;
-        addrset_class_t cls = pace_node_class(r, &n->key);
-        if (trusted && cls == ADDRSET_ACTIVE) {
+    for (pace_node_t *n = pace_by_order(r->joining.head), *next; n; n = next) {
+        next = pace_by_order(n->order.next);
+        const pace_view_addr_t *born = pace_born_for(r, n);
+        if (trusted && born && born->ready) {
             /* Joined: the seconds from its admission to a Ready Node. */
             uint64_t took = pace_age(now_ms, n->admitted_ms);
             size_t b = 0;
@@ -223,7 +263,7 @@ void pace_room_set_view(pace_room_t *r, pace_view_t *view, uint64_t now_ms)
             pace_unjoin(r, n);
             continue;
         }
-        n->is_node = cls != ADDRSET_UNKNOWN;
+        n->is_node = born != NULL;
         r->unseen += !n->is_node;
     }
     pthread_mutex_unlock(&r->lock);
@@ -234,48 +274,46 @@ static bool pace_present(const pace_node_t *n, const config_pace_t *cfg, uint64_
     return pace_age(now_ms, n->seen_ms) < cfg->head_hold_ms;
 }
 
+/* Admissions within the last minute, of the per_minute latest kept. */
+static uint32_t pace_in_minute(const pace_room_t *r, uint32_t limit, uint64_t now_ms)
+{
+    uint32_t ring = sizeof r->recent / sizeof r->recent[0], in_minute = 0;
+    for (uint32_t i = 0; i < limit; i++) {
+        uint64_t t = r->recent[(r->recent_at + ring - 1 - i) % ring];
+        if (t && pace_age(now_ms, t) < 60000)
+            in_minute++;
+    }
+    return in_minute;
+}
+
+static uint32_t pace_rate_limit(const pace_room_t *r, const config_pace_t *cfg)
+{
+    uint32_t ring = sizeof r->recent / sizeof r->recent[0];
+    return cfg->per_minute < ring ? cfg->per_minute : ring;
+}
+
 /* Slots free now: under max_joining, and under per_minute's admissions of
- * the last minute when it is set. */
-static uint32_t pace_free(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
+ * the last minute when it is set (*rate: that is what left none). */
+static uint32_t pace_free(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool *rate)
 {
     /* Each admission adds replicas to the budget used (its own, unseen
      * by the API yet, or blind): the slots are what is left, in steps. */
     uint64_t used = pace_used(r, cfg, now_ms);
     uint64_t replicas = cfg->replicas ? cfg->replicas : 1;
     uint32_t free = used < cfg->max_joining ? (uint32_t)((cfg->max_joining - used) / replicas) : 0;
-    if (cfg->per_minute) {
-        uint32_t ring = sizeof r->recent / sizeof r->recent[0];
-        uint32_t limit = cfg->per_minute < ring ? cfg->per_minute : ring;
-        uint32_t in_minute = 0;
-        for (uint32_t i = 0; i < limit; i++) {
-            uint64_t t = r->recent[(r->recent_at + ring - 1 - i) % ring];
-            if (t && pace_age(now_ms, t) < 60000)
-                in_minute++;
-        }
+    *rate = false;
+    if (cfg->per_minute && free) {
+        uint32_t limit = pace_rate_limit(r, cfg), in_minute = pace_in_minute(r, limit, now_ms);
         uint32_t left = limit > in_minute ? limit - in_minute : 0;
-        if (left < free)
+        if (left < free) {
             free = left;
+            *rate = free == 0;
+        }
     }
     return free;
 }
 
-/* Whether n (waiting, or NULL: a node not in line yet, behind them all)
- * has a free slot by its place: fewer present nodes ahead of it than
- * slots free. The walk stops at the answer. */
-static bool pace_turn(const pace_room_t *r, const config_pace_t *cfg, const pace_node_t *n, uint64_t now_ms)
-{
-    uint32_t free = pace_free(r, cfg, now_ms);
-    uint32_t ahead = 0;
-    for (const pace_node_t *w = r->line.head; w && w != n; w = w->next) {
-        if (ahead >= free)
-            return false;
-        if (pace_present(w, cfg, now_ms))
-            ahead++;
-    }
-    return ahead < free;
-}
-
-/* ---- what a request asks of the room ----------------------------------- */
+/* ---- the decision ------------------------------------------------------ */
 
 /* A node's key: its address (any other family is one key, all zeros). */
 static addrset_key_t pace_key(const struct sockaddr_storage *addr)
@@ -286,131 +324,214 @@ static addrset_key_t pace_key(const struct sockaddr_storage *addr)
     return k;
 }
 
-/* What every call about one node begins with: the room locked, the slots
- * of join_timeout freed, and the node of key k (NULL: not known). */
-static pace_node_t *pace_enter(pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k, uint64_t now_ms)
+/* n (waiting) joins now, or a newcomer (n NULL) of key k does. false out
+ * of memory. */
+static bool pace_admit(pace_room_t *r, pace_node_t *n, const addrset_key_t *k, const char *pool, uint64_t now_ms)
 {
+    if (n)
+        pace_leave_line(r, n);
+    else if (!(n = pace_add(r, k, now_ms)))
+        return false;
+    n->seen_ms = n->admitted_ms = now_ms;
+    pace_copy_pool(n, pool);
+    n->is_node = pace_born_for(r, n) != NULL;
+    r->unseen += !n->is_node;
+    pace_list_push(&r->joining, &n->order);
+    uint32_t ring = sizeof r->recent / sizeof r->recent[0];
+    r->recent[r->recent_at] = now_ms;
+    r->recent_at = (r->recent_at + 1) % ring;
+    r->admitted_total++;
+    return true;
+}
+
+/* The present nodes of the line ahead of n (NULL: a newcomer, behind them
+ * all), counted up to stop; *place: n's place from 1 (when n is given). */
+static uint32_t pace_ahead(const pace_room_t *r, const config_pace_t *cfg, const pace_node_t *n, uint32_t stop,
+                           uint64_t now_ms, uint32_t *place)
+{
+    uint32_t ahead = 0, at = 1;
+    if (!n) {
+        /* The present ones are the line's most recently seen: the tail of
+         * the seen list, walked back only as far as they go. */
+        for (const pace_node_t *w = pace_by_seen(r->seen.tail); w && ahead < stop && pace_present(w, cfg, now_ms);
+             w = pace_by_seen(w->seen.prev))
+            ahead++;
+        return ahead;
+    }
+    for (const pace_node_t *w = pace_by_order(r->line.head); w && w != n; w = pace_by_order(w->order.next), at++)
+        ahead += pace_present(w, cfg, now_ms);
+    *place = at;
+    return ahead;
+}
+
+/* A newcomer paced now: its place at the end of the line, the longest
+ * absent making way when the line is full. 0: no place (every node of the
+ * line is present, or out of memory). */
+static uint32_t pace_enqueue(pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k, const char *pool,
+                             uint64_t now_ms)
+{
+    if (r->line.n >= r->max_line) {
+        pace_node_t *gone = pace_by_seen(r->seen.head);
+        if (!gone || pace_present(gone, cfg, now_ms))
+            return 0;
+        r->evicted_total++;
+        pace_leave_line(r, gone);
+        pace_forget(r, gone);
+    }
+    pace_node_t *n = pace_add(r, k, now_ms);
+    if (!n)
+        return 0;
+    n->seen_ms = now_ms;
+    pace_copy_pool(n, pool);
+    pace_list_push(&r->line, &n->order);
+    pace_list_push(&r->seen, &n->seen);
+    return r->line.n;
+}
+
+/* A waiting node asked again: seen now, the most recent of the line. */
+static void pace_touch(pace_room_t *r, pace_node_t *n, const char *pool, uint64_t now_ms)
+{
+    n->seen_ms = now_ms;
+    pace_copy_pool(n, pool);
+    pace_list_remove(&r->seen, &n->seen);
+    pace_list_push(&r->seen, &n->seen);
+}
+
+pace_decision_t pace_decide(pace_room_t *r, const config_pace_t *cfg, const struct sockaddr_storage *addr,
+                            const char *pool, uint64_t now_ms)
+{
+    addrset_key_t k = pace_key(addr);
     pthread_mutex_lock(&r->lock);
     pace_expire(r, cfg, now_ms);
-    return pace_find(r, k);
-}
-
-policy_pace_t pace_look(pace_room_t *r, const config_pace_t *cfg, const struct sockaddr_storage *addr, uint64_t now_ms)
-{
-    addrset_key_t k = pace_key(addr);
-    const pace_node_t *n = pace_enter(r, cfg, &k, now_ms);
-    policy_pace_t p = {.joining = n && n->admitted_ms};
-    if (!p.joining) {
-        p.ceiling = pace_ceiling(r, cfg, now_ms);
-        p.turn = !p.ceiling && pace_turn(r, cfg, n, now_ms);
-    }
-    pthread_mutex_unlock(&r->lock);
-    return p;
-}
-
-bool pace_join(pace_room_t *r, const config_pace_t *cfg, const struct sockaddr_storage *addr, const char *pool,
-               uint64_t now_ms)
-{
-    addrset_key_t k = pace_key(addr);
-    pace_node_t *n = pace_enter(r, cfg, &k, now_ms);
-    bool ok = true;
+    pace_node_t *n = pace_find(r, &k);
+    pace_decision_t d = {.cause = PACE_ADMITTED};
     if (n && n->admitted_ms) {
         n->seen_ms = now_ms;            /* a retry inside its slot */
-    } else if (pace_ceiling(r, cfg, now_ms) || !pace_turn(r, cfg, n, now_ms)) {
-        ok = false;
-    } else if (!n && r->n_nodes >= r->max_nodes) {
-        ok = false;                     /* no room to count it: it would join unseen */
-        r->unrecorded_total++;
-    } else {
-        if (n)
-            pace_list_remove(&r->line, n);
-        else
-            n = pace_add(r, &k, now_ms);
-        if (!n) {
-            ok = false;
-        } else {
-            n->seen_ms = n->admitted_ms = now_ms;
-            pace_copy_pool(n, pool);
-            n->is_node = pace_node_class(r, &k) != ADDRSET_UNKNOWN;
-            r->unseen += !n->is_node;
-            pace_list_push(&r->joining, n);
-            uint32_t ring = sizeof r->recent / sizeof r->recent[0];
-            r->recent[r->recent_at] = now_ms;
-            r->recent_at = (r->recent_at + 1) % ring;
-            r->admitted_total++;
-        }
-    }
-    pthread_mutex_unlock(&r->lock);
-    return ok;
-}
-
-/* A full room lets go of the nodes of the line that have not asked for
- * join_timeout: gone for good, or back as newcomers. */
-static void pace_sweep_line(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
-{
-    for (pace_node_t *w = r->line.head, *next; w; w = next) {
-        next = w->next;
-        if (pace_age(now_ms, w->seen_ms) >= cfg->join_timeout_ms) {
-            pace_list_remove(&r->line, w);
-            pace_forget(r, w);
-        }
-    }
-}
-
-void pace_wait(pace_room_t *r, const config_pace_t *cfg, const struct sockaddr_storage *addr, const char *pool,
-               uint64_t now_ms)
-{
-    addrset_key_t k = pace_key(addr);
-    pace_node_t *n = pace_enter(r, cfg, &k, now_ms);
-    if (!n && r->n_nodes >= r->max_nodes)
-        pace_sweep_line(r, cfg, now_ms);
-    if (!n && r->n_nodes < r->max_nodes && (n = pace_add(r, &k, now_ms))) {
-        pace_list_push(&r->line, n);
-    } else if (!n) {
-        r->unrecorded_total++;
-    }
-    if (n) {
-        n->seen_ms = now_ms;
         pace_copy_pool(n, pool);
+        d.rejoined = true;
+        pthread_mutex_unlock(&r->lock);
+        return d;
     }
+    bool rate = false, ceiling = pace_ceiling(r, cfg, now_ms);
+    uint32_t free = ceiling ? 0 : pace_free(r, cfg, now_ms, &rate);
+    uint32_t ahead = pace_ahead(r, cfg, n, free, now_ms, &d.place);
+    if (ceiling)
+        d.cause = PACE_CEILING;
+    else if (!free)
+        d.cause = rate ? PACE_RATE : PACE_BUDGET;
+    else if (ahead >= free)
+        d.cause = PACE_TURN;
+    else if (!pace_admit(r, n, &k, pool, now_ms))
+        d.cause = PACE_ROOM;            /* out of memory: it cannot be counted, so it waits */
+    if (d.cause != PACE_ADMITTED) {
+        if (n) {
+            pace_touch(r, n, pool, now_ms);
+        } else if (!(d.place = pace_enqueue(r, cfg, &k, pool, now_ms))) {
+            d.cause = PACE_ROOM;
+            r->unrecorded_total++;
+        }
+        r->paced_total[d.cause]++;
+    }
+    d.place = d.cause == PACE_ADMITTED ? 0 : d.place;
     pthread_mutex_unlock(&r->lock);
+    return d;
 }
 
-size_t pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, pace_stats_t *stats,
-                   pace_waiter_t *out, size_t max)
+/* ---- reports ----------------------------------------------------------- */
+
+static pace_entry_t pace_entry_of(const pace_room_t *r, const pace_node_t *n, const config_pace_t *cfg,
+                                  uint64_t now_ms)
 {
-    size_t k = 0;
+    pace_entry_t e = {.key = n->key, .first_ms = n->first_ms, .seen_ms = n->seen_ms, .admitted_ms = n->admitted_ms};
+    memcpy(e.pool, n->pool, sizeof e.pool);
+    if (n->admitted_ms)
+        e.registered = n->is_node && pace_trusted(r);
+    else
+        e.present = pace_present(n, cfg, now_ms);
+    return e;
+}
+
+/* When the first present node of the line can be admitted at the
+ * soonest (pace_stats_t.head_earliest_ms). */
+static uint64_t pace_head_earliest(const pace_room_t *r, const config_pace_t *cfg, const pace_stats_t *st,
+                                   uint64_t now_ms)
+{
+    if (!st->present || st->ceiling)
+        return 0;
+    if (st->free)
+        return now_ms;
+    uint64_t at = 0;
+    const pace_node_t *oldest = pace_by_order(r->joining.head);
+    if (oldest)
+        at = oldest->admitted_ms + cfg->join_timeout_ms;
+    if (cfg->per_minute) {
+        /* The admission that ends the minute's cap: the limit-th latest. */
+        uint32_t ring = sizeof r->recent / sizeof r->recent[0], limit = pace_rate_limit(r, cfg);
+        uint64_t t = r->recent[(r->recent_at + ring - limit) % ring];
+        if (t && pace_age(now_ms, t) < 60000 && t + 60000 > at)
+            at = t + 60000;
+    }
+    return at;
+}
+
+int pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool lists, pace_report_t *out)
+{
+    *out = (pace_report_t){0};
+    pace_stats_t *st = &out->stats;
+    int rc = 0;
     pthread_mutex_lock(&r->lock);
     pace_expire(r, cfg, now_ms);
-    *stats = (pace_stats_t){.joining = r->joining.n, .waiting = r->line.n, .admitted_total = r->admitted_total,
-                            .timed_out_total = r->timed_out_total, .unrecorded_total = r->unrecorded_total,
-                            .api = pace_trusted(r), .unseen = r->unseen, .used = pace_used(r, cfg, now_ms),
-                            .ceiling = pace_ceiling(r, cfg, now_ms), .joined_total = r->joined_total,
-                            .join_sum_ms = r->join_sum_ms, .max_joining = cfg->max_joining,
-                            .max_pending_csrs = cfg->max_pending_csrs, .replicas = cfg->replicas};
-    memcpy(stats->join_buckets, r->join_buckets, sizeof stats->join_buckets);
+    bool rate;
+    *st = (pace_stats_t){.joining = r->joining.n, .waiting = r->line.n, .max_line = r->max_line,
+                         .admitted_total = r->admitted_total, .timed_out_total = r->timed_out_total,
+                         .unrecorded_total = r->unrecorded_total, .evicted_total = r->evicted_total,
+                         .forgotten_total = r->forgotten_total, .api = pace_trusted(r), .unseen = r->unseen,
+                         .used = pace_used(r, cfg, now_ms), .free = pace_free(r, cfg, now_ms, &rate),
+                         .ceiling = pace_ceiling(r, cfg, now_ms), .joined_total = r->joined_total,
+                         .join_sum_ms = r->join_sum_ms, .join_timeout_ms = cfg->join_timeout_ms,
+                         .max_joining = cfg->max_joining, .max_pending_csrs = cfg->max_pending_csrs,
+                         .replicas = cfg->replicas};
+    memcpy(st->join_buckets, r->join_buckets, sizeof st->join_buckets);
+    memcpy(st->paced_total, r->paced_total, sizeof st->paced_total);
     /* An untrusted view's counts are not shown: they are not counted. */
-    if (stats->api) {
-        stats->pending_csrs = pace_csrs_within(r, PACE_CSR_WINDOW_MS, now_ms);
-        stats->young_csrs = pace_csrs_within(r, cfg->join_timeout_ms, now_ms);
-        stats->young_not_ready = pace_young_not_ready(r, cfg, now_ms);
+    if (st->api) {
+        st->pending_csrs = pace_pending_csrs(r, now_ms);
+        st->young_csrs = pace_csrs_within(r, cfg->join_timeout_ms, now_ms);
+        st->young_not_ready = pace_young_not_ready(r, cfg, now_ms);
     } else if (r->view) {
-        memcpy(stats->why, r->view->why, sizeof stats->why);
+        memcpy(st->why, r->view->why, sizeof st->why);
     } else {
-        snprintf(stats->why, sizeof stats->why,
+        snprintf(st->why, sizeof st->why,
                  "no Nodes and CSRs watch: pacing follows the API only with enforcement.source: kubernetes");
     }
-    for (const pace_node_t *w = r->line.head; w; w = w->next) {
-        bool present = pace_present(w, cfg, now_ms);
-        if (present && !stats->present)
-            stats->longest_wait_ms = pace_age(now_ms, w->first_ms);
-        stats->present += present;
-        if (k == max)
-            continue;
-        out[k] = (pace_waiter_t){.key = w->key, .first_ms = w->first_ms, .seen_ms = w->seen_ms, .present = present};
-        memcpy(out[k].pool, w->pool, sizeof w->pool);
-        k++;
+    if (lists) {
+        out->line = malloc((r->line.n + 1) * sizeof *out->line);
+        out->joining = malloc((r->joining.n + 1) * sizeof *out->joining);
+        if (!out->line || !out->joining)
+            rc = -1;
     }
+    for (const pace_node_t *w = pace_by_order(r->line.head); w; w = pace_by_order(w->order.next)) {
+        bool present = pace_present(w, cfg, now_ms);
+        if (present && !st->present)
+            st->longest_wait_ms = pace_age(now_ms, w->first_ms);
+        st->present += present;
+        if (out->line && !rc)
+            out->line[out->n_line++] = pace_entry_of(r, w, cfg, now_ms);
+    }
+    for (const pace_node_t *j = pace_by_order(r->joining.head); out->joining && !rc && j;
+         j = pace_by_order(j->order.next))
+        out->joining[out->n_joining++] = pace_entry_of(r, j, cfg, now_ms);
+    st->head_earliest_ms = pace_head_earliest(r, cfg, st, now_ms);
     pthread_mutex_unlock(&r->lock);
-    return k;
+    if (rc < 0)
+        pace_report_release(out);
+    return rc;
+}
+
+void pace_report_release(pace_report_t *rep)
+{
+    free(rep->line);
+    free(rep->joining);
+    rep->line = rep->joining = NULL;
+    rep->n_line = rep->n_joining = 0;
 }

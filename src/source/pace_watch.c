@@ -200,23 +200,26 @@ static pace_view_t *build_view(pace_watch_t *w)
     const json_t *nodes = w->colls[COLL_NODES].records, *csrs = w->colls[COLL_CSRS].records;
     v->not_ready_created = malloc((json_object_size(nodes) + 1) * sizeof *v->not_ready_created);
     v->csr_created = malloc((json_object_size(csrs) + 1) * sizeof *v->csr_created);
-    addrset_builder_t b = {0};
+    size_t n_addrs = 0;
     const char *name;
     json_t *record;
+    json_object_foreach((json_t *)nodes, name, record)
+        n_addrs += (json_string_length(record) - NODE_HEAD) / sizeof(addrset_key_t);
+    v->addrs = malloc((n_addrs + 1) * sizeof *v->addrs);
     json_object_foreach((json_t *)nodes, name, record) {
         const char *bytes = json_string_value(record);
         size_t n = (json_string_length(record) - NODE_HEAD) / sizeof(addrset_key_t);
         bool ready = bytes[0];
-        for (size_t i = 0; i < n; i++) {
-            addrset_key_t key;
-            memcpy(key.b, bytes + NODE_HEAD + i * sizeof key, sizeof key);
-            addrset_builder_add(&b, &key, ready ? ADDRSET_ACTIVE : ADDRSET_PENDING);
+        int64_t t;
+        memcpy(&t, bytes + 1, sizeof t);
+        for (size_t i = 0; v->addrs && i < n; i++) {
+            pace_view_addr_t *a = &v->addrs[v->n_addrs++];
+            memcpy(a->key.b, bytes + NODE_HEAD + i * sizeof a->key, sizeof a->key);
+            a->created = t + to_mono;
+            a->ready = ready;
         }
-        if (!ready && v->not_ready_created) {
-            int64_t t;
-            memcpy(&t, bytes + 1, sizeof t);
+        if (!ready && v->not_ready_created)
             v->not_ready_created[v->n_not_ready++] = t + to_mono;
-        }
     }
     json_object_foreach((json_t *)csrs, name, record) {
         if (v->csr_created) {
@@ -225,11 +228,11 @@ static pace_view_t *build_view(pace_watch_t *w)
             v->csr_created[v->n_csrs++] = t + to_mono;
         }
     }
-    v->nodes = addrset_build(&b);
-    if (!v->nodes || !v->not_ready_created || !v->csr_created) {
+    if (!v->addrs || !v->not_ready_created || !v->csr_created) {
         pace_view_free(v);
         return NULL;
     }
+    pace_view_sort_addrs(v);
     qsort(v->not_ready_created, v->n_not_ready, sizeof *v->not_ready_created, cmp_i64);
     qsort(v->csr_created, v->n_csrs, sizeof *v->csr_created, cmp_i64);
     return v;
@@ -249,8 +252,8 @@ static void publish(pace_watch_t *w)
     w->trusted = v->trusted;
     log_json(LOG_DEBUG, "pace_view",
              json_pack("{s:b, s:I, s:I, s:I, s:I}", "trusted", v->trusted, "nodes",
-                       (json_int_t)json_object_size(w->colls[COLL_NODES].records), "ready",
-                       (json_int_t)addrset_count(v->nodes, ADDRSET_ACTIVE), "not_ready",
+                       (json_int_t)json_object_size(w->colls[COLL_NODES].records), "addresses",
+                       (json_int_t)v->n_addrs, "not_ready",
                        (json_int_t)v->n_not_ready, "pending_csrs", (json_int_t)v->n_csrs));
     w->publish(v, w->arg);
 }

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/decide.h"
+#include "core/hash.h"
+#include "proxy/client_table.h"
 #include "proxy/pace.h"
 
 static pace_room_t room;
@@ -36,16 +37,24 @@ static struct sockaddr_storage node(int i)
     return ss;
 }
 
-/* One request of node i at now, as conn executes policy_decide's answer:
- * true when admitted. */
-static bool ask(int i, uint64_t now)
+/* The room's decision for a request of node i at now. */
+static pace_decision_t decide_in(pace_room_t *r, int i, uint64_t now)
 {
     struct sockaddr_storage a = node(i);
-    policy_pace_t p = pace_look(&room, &cfg, &a, now);
-    if ((p.joining || p.turn) && pace_join(&room, &cfg, &a, "worker", now))
-        return true;
-    pace_wait(&room, &cfg, &a, "worker", now);
-    return false;
+    return pace_decide(r, &cfg, &a, "worker", now);
+}
+
+/* One request of node i at now: true when admitted. */
+static bool ask(int i, uint64_t now)
+{
+    return decide_in(&room, i, now).cause == PACE_ADMITTED;
+}
+
+static pace_stats_t stats_at(uint64_t now)
+{
+    pace_report_t rep;
+    cr_assert_eq(pace_report(&room, &cfg, now, false, &rep), 0);
+    return rep.stats;
 }
 
 Test(pace, fifty_at_once_admit_exactly_max_joining)
@@ -112,9 +121,8 @@ Test(pace, a_node_that_never_joins_frees_its_slot_at_join_timeout)
     cr_assert_not(ask(1, 10));
     cr_assert_not(ask(1, 3999));
     cr_assert(ask(1, 4000));
-    pace_stats_t st;
-    pace_waiter_t w[4];
-    cr_assert_eq(pace_report(&room, &cfg, 4000, &st, w, 4), 0u);
+    pace_stats_t st = stats_at(4000);
+    cr_assert_eq(st.waiting, 0u);
     cr_assert_eq(st.joining, 1u);
     cr_assert_eq(st.admitted_total, 2u);
     cr_assert_eq(st.timed_out_total, 1u);
@@ -137,18 +145,26 @@ Test(pace, the_report_lists_the_line_in_order)
     cr_assert(ask(0, 0));
     for (int i = 5; i >= 1; i--)
         cr_assert_not(ask(i, (uint64_t)(100 * (6 - i))));
-    pace_stats_t st;
-    pace_waiter_t w[8];
-    size_t n = pace_report(&room, &cfg, 1000, &st, w, 8);
-    cr_assert_eq(n, 5u);
-    cr_assert_eq(st.waiting, 5u);
-    cr_assert_eq(st.present, 5u);
-    for (size_t k = 1; k < n; k++)
-        cr_assert_lt(w[k - 1].first_ms, w[k].first_ms, "line order is the order first paced");
-    cr_assert_str_eq(w[0].pool, "worker");
+    pace_report_t rep;
+    cr_assert_eq(pace_report(&room, &cfg, 1000, true, &rep), 0);
+    cr_assert_eq(rep.n_line, 5u);
+    cr_assert_eq(rep.stats.waiting, 5u);
+    cr_assert_eq(rep.stats.present, 5u);
+    for (size_t k = 1; k < rep.n_line; k++)
+        cr_assert_lt(rep.line[k - 1].first_ms, rep.line[k].first_ms, "line order is the order first paced");
+    cr_assert_str_eq(rep.line[0].pool, "worker");
+    cr_assert_eq(rep.n_joining, 1u);
+    cr_assert_str_eq(rep.joining[0].pool, "worker");
+    pace_report_release(&rep);
+    /* Each paced request says why and where: the budget is full; node 5
+     * was paced first (at 100 ms), node 1 last. */
+    pace_decision_t d = decide_in(&room, 5, 1100);
+    cr_assert_eq(d.cause, PACE_BUDGET);
+    cr_assert_eq(d.place, 1u);
+    cr_assert_eq(decide_in(&room, 1, 1100).place, 5u);
 }
 
-Test(pace, a_full_room_paces_a_newcomer_unrecorded_and_never_admits_past_the_budget)
+Test(pace, a_full_line_of_present_nodes_paces_a_newcomer_unrecorded_and_never_admits_past_the_budget)
 {
     pace_room_destroy(&room);
     cr_assert_eq(pace_room_init(&room, 4), 0);
@@ -157,11 +173,74 @@ Test(pace, a_full_room_paces_a_newcomer_unrecorded_and_never_admits_past_the_bud
     for (int i = 0; i < 10; i++)
         admitted += ask(i, 1000);
     cr_assert_eq(admitted, 2);
-    pace_stats_t st;
-    pace_waiter_t w[8];
-    pace_report(&room, &cfg, 1000, &st, w, 8);
-    cr_assert_eq(st.joining + st.waiting, 4u);
-    cr_assert_eq(st.unrecorded_total, 6u);
+    pace_stats_t st = stats_at(1000);
+    cr_assert_eq(st.joining, 2u, "the joining ones always fit");
+    cr_assert_eq(st.waiting, 4u);
+    cr_assert_eq(st.unrecorded_total, 4u);
+    cr_assert_eq(st.paced_total[PACE_ROOM], 4u);
+    pace_decision_t d = decide_in(&room, 11, 1001);
+    cr_assert_eq(d.cause, PACE_ROOM);
+    cr_assert_eq(d.place, 0u);
+}
+
+/* The review's repro: room 16, max_joining 2, join_timeout 40 s,
+ * head_hold 3 s. Two strangers admitted at 0, 14 ask once at 26 s; from
+ * 27.6 s a real node asks every second while a new stranger asks once
+ * every 0.3 s. Before, the full room gave the real node no place and,
+ * once the slots freed at 40 s, no admission: it was paced past 58 s.
+ * Now the absent strangers make way, the real node keeps its place, and
+ * it is admitted on its first request after 40 s. */
+Test(pace, a_trickle_of_strangers_does_not_wedge_a_full_room)
+{
+    pace_room_destroy(&room);
+    cr_assert_eq(pace_room_init(&room, 16), 0);
+    cfg.max_joining = 2;
+    cfg.join_timeout_ms = 40000;
+    cfg.head_hold_ms = 3000;
+    cr_assert(ask(1000, 0));
+    cr_assert(ask(1001, 0));
+    for (int i = 0; i < 14; i++)
+        cr_assert_not(ask(2000 + i, 26000));
+    const int real = 1;
+    uint64_t admitted_at = 0;
+    int stranger = 3000;
+    for (uint64_t t = 27600, next_real = 27600; t <= 58000 && !admitted_at; t += 300) {
+        if (t >= next_real) {
+            if (ask(real, t))
+                admitted_at = t;
+            next_real += 1000;
+        }
+        if (!admitted_at)
+            cr_assert_not(ask(stranger++, t), "a stranger at %llu ms, behind the real node", (unsigned long long)t);
+    }
+    cr_assert(admitted_at, "the real node was paced until 58 s");
+    cr_assert_geq(admitted_at, 40000u);
+    cr_assert_leq(admitted_at, 41000u, "admitted at %llu ms", (unsigned long long)admitted_at);
+    pace_stats_t st = stats_at(admitted_at);
+    cr_assert_gt(st.evicted_total, 0u);
+    cr_assert_eq(st.waiting, 15u, "a full line, less the real node");
+}
+
+/* A full line of absent nodes and a free slot: the newcomer is admitted
+ * (nobody present ahead) and counted, whatever the line holds. */
+Test(pace, a_full_line_never_refuses_a_free_slot)
+{
+    pace_room_destroy(&room);
+    cr_assert_eq(pace_room_init(&room, 8), 0);
+    cfg.max_joining = 1;
+    cfg.join_timeout_ms = 100000;
+    cfg.head_hold_ms = 1000;
+    cr_assert(ask(0, 0));
+    for (int i = 1; i <= 8; i++)
+        cr_assert_not(ask(i, 10));
+    cr_assert_eq(stats_at(10).waiting, 8u);
+    /* the slot frees at 100 s; all 8 of the line are long gone */
+    cr_assert(ask(99, 100000));
+    pace_stats_t st = stats_at(100000);
+    cr_assert_eq(st.joining, 1u);
+    cr_assert_eq(st.unrecorded_total, 0u);
+    cr_assert_eq(decide_in(&room, 100, 100001).cause, PACE_BUDGET);
+    cr_assert_eq(stats_at(100001).evicted_total, 1u, "one absent node made way for node 100");
 }
 
 /* ---- following the API (pace_room_set_view) ---------------------------- */
@@ -195,31 +274,22 @@ static pace_view_t *view_of(view_spec_t s)
     v->trusted = s.trusted;
     if (!s.trusted)
         snprintf(v->why, sizeof v->why, "the API watch is failing: test");
-    addrset_builder_t b = {0};
-    for (size_t i = 0; i < s.n_ready; i++) {
-        addrset_key_t k = key_of(s.ready[i]);
-        addrset_builder_add(&b, &k, ADDRSET_ACTIVE);
-    }
+    v->addrs = calloc(s.n_ready + s.n_not_ready + 1, sizeof *v->addrs);
+    for (size_t i = 0; i < s.n_ready; i++)
+        v->addrs[v->n_addrs++] = (pace_view_addr_t){.key = key_of(s.ready[i]), .created = s.created, .ready = true};
     v->not_ready_created = calloc(s.n_not_ready + 1, sizeof(int64_t));
     for (size_t i = 0; i < s.n_not_ready; i++) {
-        addrset_key_t k = key_of(s.not_ready[i]);
-        addrset_builder_add(&b, &k, ADDRSET_PENDING);
+        v->addrs[v->n_addrs++] = (pace_view_addr_t){.key = key_of(s.not_ready[i]), .created = s.created};
         v->not_ready_created[v->n_not_ready++] = s.created;
     }
+    pace_view_sort_addrs(v);
     v->csr_created = calloc(s.n_csrs + 1, sizeof(int64_t));
     for (size_t i = 0; i < s.n_csrs; i++)
         v->csr_created[v->n_csrs++] = s.csr_created;
-    v->nodes = addrset_build(&b);
-    cr_assert(v->nodes && v->not_ready_created && v->csr_created);
+    cr_assert(v->addrs && v->not_ready_created && v->csr_created);
     return v;
 }
 
-static pace_stats_t stats_at(uint64_t now)
-{
-    pace_stats_t st;
-    pace_report(&room, &cfg, now, &st, NULL, 0);
-    return st;
-}
 
 Test(pace, a_ready_node_frees_its_slot_and_the_next_of_the_line_go_in_order_whatever_their_retry_timing)
 {
@@ -305,10 +375,7 @@ Test(pace, the_csr_ceiling_holds_every_new_node_and_lifting_it_admits_again)
     const int64_t now = 4 * 3600 * 1000;
     pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .n_csrs = 5, .csr_created = now - 50 * 60000}),
                        now);
-    struct sockaddr_storage a = node(1);
-    policy_pace_t p = pace_look(&room, &cfg, &a, now);
-    cr_assert(p.ceiling);
-    cr_assert_not(p.turn);
+    cr_assert_eq(decide_in(&room, 1, now).cause, PACE_CEILING);
     for (int i = 0; i < 5; i++)
         cr_assert_not(ask(i, now + (uint64_t)i));
     pace_stats_t st = stats_at(now + 10);
@@ -323,12 +390,12 @@ Test(pace, the_csr_ceiling_holds_every_new_node_and_lifting_it_admits_again)
     pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .n_csrs = 5, .csr_created = later}), later);
     cr_assert(ask(0, later + 1));
     cr_assert_not(ask(1, later + 2));
-    cr_assert(pace_look(&room, &cfg, &a, later + 3).ceiling);
+    cr_assert_eq(decide_in(&room, 2, later + 3).cause, PACE_CEILING);
     pace_room_set_view(&room, view_of((view_spec_t){.trusted = true}), later + 3);
     cr_assert(ask(1, later + 4));
     /* A view that cannot be trusted says nothing of the ceiling. */
     pace_room_set_view(&room, view_of((view_spec_t){.trusted = false, .n_csrs = 50, .csr_created = now}), now);
-    cr_assert_not(pace_look(&room, &cfg, &a, later + 5).ceiling);
+    cr_assert_neq(decide_in(&room, 3, later + 5).cause, PACE_CEILING);
 }
 
 Test(pace, blind_it_frees_slots_only_at_join_timeout_and_never_admits_past_the_budget)
@@ -405,13 +472,7 @@ Test(pace, the_admitted_to_ready_seconds_fill_the_histogram)
 
 static bool ask_in(pace_room_t *r, int i, uint64_t now)
 {
-    struct sockaddr_storage a = node(i);
-    policy_pace_t p = pace_look(r, &cfg, &a, now);
-    if (p.joining || (p.turn && !p.ceiling))
-        if (pace_join(r, &cfg, &a, "worker", now))
-            return true;
-    pace_wait(r, &cfg, &a, "worker", now);
-    return false;
+    return decide_in(r, i, now).cause == PACE_ADMITTED;
 }
 
 enum { SIM_WAITING, SIM_UNSEEN, SIM_CSR, SIM_NOT_READY, SIM_READY };
@@ -533,4 +594,142 @@ Test(pace, a_worker_a_tick_behind_does_not_time_out_a_node_just_admitted)
     pace_stats_t st = stats_at(1000);
     cr_assert_eq(st.timed_out_total, 0u);
     cr_assert_eq(st.joining, 1u);
+}
+
+/* ---- Nodes born for a node (issue 31 item 3) ---------------------------- */
+
+/* 200 addresses whose Nodes are 10 hours old and NotReady (hosts
+ * re-imaged under Nodes that survived, new machines on stale Nodes'
+ * IPs): they are not the nodes being admitted, so each admission counts
+ * (before: every one was "a Node", none was counted, 200 admitted). */
+Test(pace, old_not_ready_nodes_neither_free_nor_skip_a_slot)
+{
+    const int64_t now = 11ll * 3600 * 1000;
+    cfg.join_timeout_ms = 30 * 60000;
+    int stale[200];
+    for (int i = 0; i < 200; i++)
+        stale[i] = i;
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .not_ready = stale, .n_not_ready = 200,
+                                                    .created = now - 10ll * 3600 * 1000}),
+                       (uint64_t)now);
+    int admitted = 0;
+    for (int i = 0; i < 200; i++)
+        admitted += ask(i, (uint64_t)now);
+    cr_assert_eq(admitted, 10, "max_joining 10: %d admitted", admitted);
+    pace_stats_t st = stats_at((uint64_t)now);
+    cr_assert_eq(st.unseen, 10u);
+    cr_assert_eq(st.used, 10u);
+    /* The old Nodes turn Ready (the re-imaged hosts' kubelets reuse them):
+     * still not born for the nodes admitted, so no slot frees. */
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .ready = stale, .n_ready = 200,
+                                                    .created = now - 10ll * 3600 * 1000}),
+                       (uint64_t)now + 1000);
+    st = stats_at((uint64_t)now + 1000);
+    cr_assert_eq(st.joining, 10u);
+    cr_assert_eq(st.joined_total, 0u);
+    cr_assert_eq(decide_in(&room, 150, (uint64_t)now + 1000).cause, PACE_BUDGET);
+    /* A Node created after node 0's admission is its: it registers (V
+     * counts it, O no longer), then, Ready, frees the slot. */
+    const int born[] = {0};
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .not_ready = born, .n_not_ready = 1,
+                                                    .created = now + 60000}),
+                       (uint64_t)now + 61000);
+    st = stats_at((uint64_t)now + 61000);
+    cr_assert_eq(st.unseen, 9u);
+    cr_assert_eq(st.young_not_ready, 1u);
+    cr_assert_eq(st.used, 10u);
+    pace_room_set_view(&room, view_of((view_spec_t){.trusted = true, .ready = born, .n_ready = 1,
+                                                    .created = now + 60000}),
+                       (uint64_t)now + 62000);
+    st = stats_at((uint64_t)now + 62000);
+    cr_assert_eq(st.joined_total, 1u);
+    cr_assert_eq(st.joining, 9u);
+}
+
+/* ---- seeded hashing (issue 31 item 5) ----------------------------------- */
+
+/* The inverse of hash_mix64: each xorshift by 33 is its own inverse, and
+ * each odd multiplier has one modulo 2^64 (Newton's iteration). */
+static uint64_t inverse_odd(uint64_t a)
+{
+    uint64_t x = a;
+    for (int i = 0; i < 6; i++)
+        x *= 2 - a * x;
+    return x;
+}
+
+static uint64_t unmix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= inverse_odd(0xc4ceb9fe1a85ec53ull);
+    h ^= h >> 33;
+    h *= inverse_odd(0xff51afd7ed558ccdull);
+    h ^= h >> 33;
+    return h;
+}
+
+/* 4,096 addresses of fd00::/64 that the unkeyed slot (hash_mix64(lo ^
+ * hash_mix64(hi)), the room's and the client table's before) puts in one
+ * bucket of 4,096, found by inverting it, as an attacker would. */
+static void crafted_chain(struct sockaddr_storage *out, size_t n)
+{
+    uint8_t prefix[8] = {0xfd, 0, 0, 0, 0, 0, 0, 0};
+    uint64_t lo;
+    memcpy(&lo, prefix, 8);
+    for (size_t j = 0; j < n; j++) {
+        uint64_t target = (uint64_t)(j + 1) << 12;          /* low 12 bits zero: bucket 0 */
+        uint64_t hi = unmix64(unmix64(target) ^ lo);
+        cr_assert_eq(hash_mix64(lo ^ hash_mix64(hi)) & 4095, 0u);
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&out[j];
+        memset(&out[j], 0, sizeof out[j]);
+        in6->sin6_family = AF_INET6;
+        memcpy(in6->sin6_addr.s6_addr, prefix, 8);
+        memcpy(in6->sin6_addr.s6_addr + 8, &hi, 8);
+    }
+}
+
+Test(pace, crafted_addresses_no_longer_share_one_chain)
+{
+    enum { N = 4096 };
+    static struct sockaddr_storage addrs[N];
+    crafted_chain(addrs, N);
+    pace_room_destroy(&room);
+    cr_assert_eq(pace_room_init(&room, N), 0);
+    cfg.max_joining = 1;
+    cr_assert(ask(0, 0));
+    for (size_t j = 0; j < N; j++)
+        cr_assert_neq(pace_decide(&room, &cfg, &addrs[j], "worker", 1).cause, PACE_ADMITTED);
+    cr_assert_eq(stats_at(1).waiting, (uint32_t)N);
+    size_t longest = 0;
+    for (uint32_t b = 0; b <= room.mask; b++) {
+        size_t len = 0;
+        for (const pace_node_t *n = room.buckets[b]; n; n = n->chain)
+            len++;
+        if (len > longest)
+            longest = len;
+    }
+    /* 4,097 keys in 4,096 buckets at random: the longest chain is about
+     * 7 (ln n / ln ln n); all in one was 4,096. */
+    cr_assert_leq(longest, 16u, "longest chain %zu", longest);
+}
+
+Test(pace, crafted_addresses_spread_over_the_client_table)
+{
+    enum { N = 4096 };
+    static struct sockaddr_storage addrs[N];
+    crafted_chain(addrs, N);
+    client_table_t t;
+    cr_assert_eq(client_table_init(&t), 0);
+    for (size_t j = 0; j < N; j++)
+        cr_assert_not_null(client_table_get(&t, &addrs[j]));
+    size_t longest = 0;
+    for (uint32_t b = 0; b <= t.mask; b++) {
+        size_t len = 0;
+        for (const client_share_t *c = t.buckets[b]; c; c = c->next)
+            len++;
+        if (len > longest)
+            longest = len;
+    }
+    cr_assert_leq(longest, 16u, "longest chain %zu of %u buckets", longest, t.mask + 1);
+    client_table_destroy(&t);
 }

@@ -16,11 +16,9 @@
 
 typedef enum { TOKEN_OFF, TOKEN_ON } token_policy_t;
 typedef enum { MACHINES_OFF, MACHINES_NO_LIST, MACHINES_PENDING, MACHINES_ACTIVE, MACHINES_UNKNOWN } machines_t;
-/* What the pace room saw (conn asks it only for a request the rules
- * would admit, then asks the rules again; any view is judged the same). */
-/* PACE_CEILING: its turn, but the node CSRs pending are at
- * pace.max_pending_csrs; PACE_JOINING_CEILING: joining, at the ceiling. */
-typedef enum { PACE_OFF, PACE_JOINING, PACE_TURN, PACE_WAIT, PACE_CEILING, PACE_JOINING_CEILING } pace_t;
+/* pace.enabled: a request every rule admits is the pace room's to decide
+ * (POLICY_PACE, one call, proxy/pace.h); the rules never ask it twice. */
+typedef enum { PACE_OFF, PACE_ON } pace_t;
 
 typedef struct row {
     const char *path;               /* the request target */
@@ -65,24 +63,24 @@ static const row_t rows[] = {
     {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, ACCEPT_34, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
     {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
     {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, ACCEPT_32, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
-    /* 6. pacing: after everything else, a node whose turn has not come is held */
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_PACED, PACE_WAIT},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_TURN},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_JOINING},
-    /* the CSR ceiling holds a node whose turn it is, not one joining (its retries) */
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_PACED, PACE_CEILING},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_JOINING_CEILING},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_REJECT, ADMISSION_PASS, PACE_WAIT},
-    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, ACCEPT_32, POLICY_EVIDENCE, ADMISSION_PASS, PACE_WAIT},
-    {"/config/worker", TOKEN_ON, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_TOKEN_MISSING, PACE_WAIT},
-    {"/healthz", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_PASS, ADMISSION_PASS, PACE_WAIT},
+    /* 6. pacing: after everything else, the room decides what every rule admits */
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_PACE, ADMISSION_PASS, PACE_ON},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_PENDING, true, REASON_COMPLIANT, false, NULL, POLICY_PACE, ADMISSION_PASS, PACE_ON},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, ACCEPT_34, POLICY_PACE, ADMISSION_PASS, PACE_ON},
+    /* and never sees a request another rule answers */
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, false, REASON_OUT_OF_SKEW, false, NULL, POLICY_REJECT, ADMISSION_PASS, PACE_ON},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, true, ACCEPT_32, POLICY_EVIDENCE, ADMISSION_PASS, PACE_ON},
+    {"/config/worker", TOKEN_ON, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_TOKEN_MISSING, PACE_ON},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_UNKNOWN, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_UNKNOWN_MACHINE, PACE_ON},
+    {"/config/worker", TOKEN_OFF, NULL, MACHINES_ACTIVE, true, REASON_COMPLIANT, false, NULL, POLICY_REFUSE, ADMISSION_ACTIVE_NODE, PACE_ON},
+    {"/healthz", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_PASS, ADMISSION_PASS, PACE_ON},
     /* 7. admitted */
     {"/config/worker", TOKEN_OFF, NULL, MACHINES_OFF, true, REASON_COMPLIANT, false, NULL, POLICY_ADMIT, ADMISSION_PASS, PACE_OFF},
 };
 
 static const char *action_name(policy_action_t a)
 {
-    static const char *const names[] = {"pass", "admit", "refuse", "reject", "evidence"};
+    static const char *const names[] = {"pass", "admit", "refuse", "reject", "evidence", "pace"};
     return names[a];
 }
 
@@ -124,8 +122,9 @@ Test(policy_decide, every_row)
         char yaml[512];
         snprintf(yaml, sizeof yaml,
                  "listeners:\n  - address: \"127.0.0.1:0\"\nadmission:\n  machines:\n    enabled: %s\n"
-                 "evidence:\n  enabled: %s\n  min_spec: \"3.4.0\"\n",
-                 r->machines == MACHINES_OFF ? "false" : "true", r->evidence ? "true" : "false");
+                 "evidence:\n  enabled: %s\n  min_spec: \"3.4.0\"\npace:\n  enabled: %s\n",
+                 r->machines == MACHINES_OFF ? "false" : "true", r->evidence ? "true" : "false",
+                 r->pace == PACE_ON ? "true" : "false");
         config_t *cfg = config_parse(yaml, strlen(yaml), "t.yaml", err, sizeof err);
         cr_assert_not_null(cfg, "row %zu: %s", i, err);
 
@@ -147,11 +146,8 @@ Test(policy_decide, every_row)
         cr_assert_not_null(snap);
         addrset_t *set = addresses(r->machines, &peer);
         policy_request_t rq = {.head = head, .req = &req, .clean = clean, .clean_len = clean_len, .peer = &peer};
-        policy_pace_t pace = {.joining = r->pace == PACE_JOINING || r->pace == PACE_JOINING_CEILING,
-                              .turn = r->pace == PACE_TURN || r->pace == PACE_CEILING,
-                              .ceiling = r->pace == PACE_CEILING || r->pace == PACE_JOINING_CEILING};
         policy_view_t view = {.cfg = cfg, .tokens = r->token == TOKEN_ON ? tokens : NULL, .addresses = set,
-                              .snapshot = snap, .pace = r->pace == PACE_OFF ? NULL : &pace};
+                              .snapshot = snap};
         policy_decision_t d = policy_decide(&rq, &view);
         cr_expect_eq(d.action, r->want, "row %zu (%s): %s, want %s", i, r->path, action_name(d.action),
                      action_name(r->want));
