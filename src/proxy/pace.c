@@ -203,10 +203,14 @@ static int64_t pace_since(uint64_t now_ms, uint64_t window_ms)
     return (int64_t)now_ms - (int64_t)window_ms;
 }
 
+/* Nodes not Ready created within join_timeout, and the clock skew a Node
+ * born for a node may be older than its admission by: every Node that
+ * takes a joining node out of O is counted here (docs/pacing.md, S <= V). */
 static uint32_t pace_young_not_ready(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
     const pace_view_t *v = r->view;
-    return (uint32_t)pace_view_after(v->not_ready_created, v->n_not_ready, pace_since(now_ms, cfg->join_timeout_ms));
+    return (uint32_t)pace_view_after(v->not_ready_created, v->n_not_ready,
+                                     pace_since(now_ms, cfg->join_timeout_ms + PACE_NODE_SKEW_MS));
 }
 
 static uint32_t pace_csrs_within(const pace_room_t *r, uint64_t window_ms, uint64_t now_ms)

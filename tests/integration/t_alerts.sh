@@ -46,7 +46,7 @@ ALERTS=$(python3 - "$TMP/skewgate.rules.yaml" <<'PY'
 import sys, yaml
 want = {"SkewgateNodesHeld": "#nodes-held", "SkewgateSourceStale": "#source-stale",
         "SkewgateMachinesWatchNotSynced": "#machines-watch", "SkewgatePacedNodeWaiting": "#paced-node-waiting",
-        "SkewgatePacingBlind": "#pacing-blind",
+        "SkewgatePacingBlind": "#pacing-blind", "SkewgatePacingLineFull": "#pacing-line-full",
         "SkewgateEnforcementNone": "#enforcement-none", "SkewgateUpstreamErrors": "#upstream-errors",
         "SkewgateConfigReloadFailed": "#reload-failed", "SkewgateDown": "#gate-down"}
 rules = [r for g in yaml.safe_load(open(sys.argv[1]))["groups"] for r in g["rules"]]
