@@ -397,6 +397,7 @@ void gate_reload(gate_t *g)
         return;
     }
     check_config_warnings(p.cfg, gate_log_warning, NULL);
+    check_pace_protection(p.cfg, gate_log_pace_warning, NULL);
     reload_commit(g, &p);
 }
 
