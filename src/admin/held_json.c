@@ -93,3 +93,16 @@ json_t *pace_json(const pace_stats_t *st, const pace_waiter_t *w, size_t n, uint
     json_decref(more);
     return p;
 }
+
+/* Who may enter the line (DESIGN 1.9): the admission policies judge
+ * before pacing, so without one any address that reaches the gate takes
+ * a slot or a place. */
+int pace_protection_json(json_t *pace, bool token, bool machines)
+{
+    const char *name = token && machines ? "token+machines" : token ? "token" : machines ? "machines" : "none";
+    if (json_object_set_new(pace, "protection", json_string(name)) < 0)
+        return -1;
+    if (token || machines)
+        return 0;
+    return json_object_set_new(pace, "warning", json_string(PACE_OPEN_WARNING));
+}

@@ -5,6 +5,7 @@
 #ifndef SKEWGATE_ADMIN_HELD_JSON_H
 #define SKEWGATE_ADMIN_HELD_JSON_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <jansson.h>
 
@@ -25,5 +26,13 @@ json_t *held_json(const held_view_t *v, uint64_t now_ms);
  * from 1 in line order; now_ms on the room's clock (monotonic). NULL when
  * out of memory. */
 json_t *pace_json(const pace_stats_t *st, const pace_waiter_t *w, size_t n, uint64_t now_ms);
+/* Adds to pace_json's object what protects the line: protection, "none",
+ * "token" (admission.token), "machines" (admission.machines) or
+ * "token+machines", and with "none" warning, PACE_OPEN_WARNING. 0, or -1
+ * when out of memory. */
+#define PACE_OPEN_WARNING                                                                                        \
+    "open to any address: without admission.token.files or admission.machines.enabled, any address that can " \
+    "reach the gate can take a joining slot or a place in the line"
+int pace_protection_json(json_t *pace, bool token, bool machines);
 
 #endif

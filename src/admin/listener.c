@@ -135,6 +135,11 @@ static int admin_held_pace(const admin_t *a, json_t *held)
     int rc = 0;
     if (scrape_pace(&a->scrape, &st, w, PACE_SHOWN, &n)) {
         json_t *p = pace_json(&st, w, n, clock_coarse_ms());
+        const config_admission_t *ad = &(*a->scrape.cfg)->admission;
+        if (p && pace_protection_json(p, ad->token.n_files > 0, ad->machines.enabled) < 0) {
+            json_decref(p);
+            p = NULL;
+        }
         rc = p && json_object_set_new(held, "pace", p) == 0 ? 0 : -1;
     }
     free(w);
