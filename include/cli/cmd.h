@@ -28,6 +28,13 @@ int check_config_start(struct config *cfg, char *err, size_t errlen);
  * --files` prints them, `run` logs them at start and on each reload. */
 typedef void (*check_warn_fn)(const char *msg, void *arg);
 void check_config_warnings(const struct config *cfg, check_warn_fn warn, void *arg);
+/* pace.enabled without an admission policy (neither admission.token.files
+ * nor admission.machines.enabled): one call of warn, "FILE: pace.enabled
+ * without an admission policy: any address ... can take a joining slot or
+ * a place in the line;\n  protect it with ...", two lines naming both
+ * keys. `check` prints it (without --files too), `run` logs it at start
+ * and on each reload. */
+void check_pace_protection(const struct config *cfg, check_warn_fn warn, void *arg);
 
 /* The configuration a host service reads (deploy/systemd), for the
  * subcommands that default to it. */

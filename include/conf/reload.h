@@ -39,6 +39,12 @@ bool config_kube_same(const config_source_kube_t *a, const config_source_kube_t 
  * one still describes it. Another server is another cluster, which the
  * old data does not vouch for. */
 bool config_kube_same_server(const config_source_kube_t *a, const config_source_kube_t *b);
+/* admission.machines: the same policy, on or off alike, watching the
+ * same Machines (namespace, cluster_api and its namespace), so the same
+ * objects on the same server; and that with the same page_size too, so
+ * the running watch can stay (machines_watch_outdated). */
+bool config_machines_same_objects(const config_admission_machines_t *a, const config_admission_machines_t *b);
+bool config_machines_same(const config_admission_machines_t *a, const config_admission_machines_t *b);
 
 /* The loaded configuration and the reloads so far (GET /config,
  * skewgate_config_reloads_total). The main thread's, like its readers. */

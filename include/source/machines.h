@@ -15,9 +15,12 @@
  * metrics tell: a watch that never lists (no RBAC rule: 403) holds every
  * node, and must not look healthy.
  *
- * A reload that changes the connection (enforcement.kubernetes, or the
- * contents of its CA file: machines_watch_outdated) gets a new watch in
- * place of this one, against the new configuration; the gate then
+ * A reload that turns admission.machines on starts a watch, one that
+ * turns it off frees it; one that changes the connection
+ * (enforcement.kubernetes, or the contents of its CA file) or the
+ * Machines watched (machines_watch_outdated) gets a new watch in place of
+ * this one, against the new configuration. When the policy comes on, or
+ * the new watch reads another server or other Machines, the gate
  * publishes an empty set, so that until the new watch's first full list
  * every client is held, as at start (cli/gate_reload.c). */
 #ifndef SKEWGATE_MACHINES_WATCH_H
@@ -44,10 +47,12 @@ machines_watch_t *machines_watch_new(struct event_base *base, config_t *cfg,
 int machines_watch_start(machines_watch_t *m, char *err, size_t errlen);
 void machines_watch_free(machines_watch_t *m);
 /* Whether a started watch talks to another API server, or another way,
- * than cfg says: 1 when cfg's enforcement.kubernetes differs from the
- * watch's (config_kube_same) or its CA file holds other bytes than were
- * loaded (kube_api_ca_changed), with which in why; 0 when the watch can
- * stay; -1 with why when the CA file cannot be read. */
+ * or watches other Machines, than cfg says: 1 when cfg's
+ * enforcement.kubernetes differs from the watch's (config_kube_same), its
+ * admission.machines does (config_machines_same: namespaces, cluster_api,
+ * page_size), or its CA file holds other bytes than were loaded
+ * (kube_api_ca_changed), with which in why; 0 when the watch can stay; -1
+ * with why when the CA file cannot be read. */
 int machines_watch_outdated(const machines_watch_t *m, const config_t *cfg, char *why, size_t len);
 
 typedef enum {

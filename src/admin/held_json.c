@@ -172,9 +172,13 @@ static json_t *pace_stats_json(const pace_stats_t *st, const pace_clocks_t *c)
     return p;
 }
 
-char *pace_json_text(const pace_report_t *rep, const pace_clocks_t *c, size_t *len)
+char *pace_json_text(const pace_report_t *rep, const pace_clocks_t *c, const json_t *extra, size_t *len)
 {
     json_t *st = pace_stats_json(&rep->stats, c);
+    if (st && extra && json_object_update(st, (json_t *)extra) < 0) {
+        json_decref(st);
+        st = NULL;
+    }
     char *head = st ? json_dumps(st, JSON_COMPACT) : NULL;
     json_decref(st);
     char *text = NULL;
@@ -196,4 +200,17 @@ char *pace_json_text(const pace_report_t *rep, const pace_clocks_t *c, size_t *l
         return NULL;
     }
     return text;
+}
+
+/* Who may enter the line (DESIGN 1.9): the admission policies judge
+ * before pacing, so without one any address that reaches the gate takes
+ * a slot or a place. */
+int pace_protection_json(json_t *pace, bool token, bool machines)
+{
+    const char *name = token && machines ? "token+machines" : token ? "token" : machines ? "machines" : "none";
+    if (json_object_set_new(pace, "protection", json_string(name)) < 0)
+        return -1;
+    if (token || machines)
+        return 0;
+    return json_object_set_new(pace, "warning", json_string(PACE_OPEN_WARNING));
 }

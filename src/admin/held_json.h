@@ -5,6 +5,7 @@
 #ifndef SKEWGATE_ADMIN_HELD_JSON_H
 #define SKEWGATE_ADMIN_HELD_JSON_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <jansson.h>
 
@@ -33,7 +34,16 @@ typedef struct pace_clocks {
  * line: [{address, pool, place, waitedSeconds, quietSeconds, present,
  * firstPaced}] (every waiting node, place from 1 in line order),
  * joiningNodes: [{address, pool, admittedAt, freesAt, freesOn, registered,
- * joiningSeconds}] (oldest admission first)}. NULL when out of memory. */
-char *pace_json_text(const pace_report_t *rep, const pace_clocks_t *c, size_t *len);
+ * joiningSeconds}] (oldest admission first)}, and the members of extra
+ * (NULL: none). NULL when out of memory. */
+char *pace_json_text(const pace_report_t *rep, const pace_clocks_t *c, const json_t *extra, size_t *len);
+/* Adds to the pace object (pace_json_text's extra) what protects the line: protection, "none",
+ * "token" (admission.token), "machines" (admission.machines) or
+ * "token+machines", and with "none" warning, PACE_OPEN_WARNING. 0, or -1
+ * when out of memory. */
+#define PACE_OPEN_WARNING                                                                                        \
+    "open to any address: without admission.token.files or admission.machines.enabled, any address that can " \
+    "reach the gate can take a joining slot or a place in the line"
+int pace_protection_json(json_t *pace, bool token, bool machines);
 
 #endif

@@ -140,7 +140,13 @@ static char *admin_held_text(const admin_t *a, size_t *len)
         return on < 0 ? (free(held), NULL) : (held ? (*len = strlen(held), held) : NULL);
     pace_clocks_t clocks = {.mono_ms = clock_coarse_ms(), .wall_ms = clock_wall_coarse_ms()};
     size_t pace_len;
-    char *pace = pace_json_text(&rep, &clocks, &pace_len);
+    /* What protects the line, of the configuration serving now. */
+    const config_admission_t *ad = &(*a->scrape.cfg)->admission;
+    json_t *protection = json_object();
+    char *pace = protection && pace_protection_json(protection, ad->token.n_files > 0, ad->machines.enabled) == 0
+                     ? pace_json_text(&rep, &clocks, protection, &pace_len)
+                     : NULL;
+    json_decref(protection);
     pace_report_release(&rep);
     char *text = NULL;
     size_t held_len = strlen(held);

@@ -228,6 +228,19 @@ void check_config_warnings(const config_t *cfg, check_warn_fn warn, void *arg)
         warn_token_mode(cfg, "enforcement.kubernetes.token_file", e->kubernetes.token_file, warn, arg);
 }
 
+void check_pace_protection(const config_t *cfg, check_warn_fn warn, void *arg)
+{
+    if (!cfg->pace.enabled || cfg->admission.token.n_files > 0 || cfg->admission.machines.enabled)
+        return;
+    char msg[CONFIG_ERR_LEN];
+    if (snprintf(msg, sizeof msg, "%s: pace.enabled without an admission policy: any address that can reach the "
+                 "gate can take a joining slot or a place in the line;\n  protect it with admission.machines.enabled "
+                 "(pending Machines' addresses only) or admission.token.files (holders of the provisioning token "
+                 "only)", cfg->path) >= (int)sizeof msg)
+        msg[sizeof msg - 2] = '~';
+    warn(msg, arg);
+}
+
 /* What `run` cannot start without (the Kubernetes source's files it
  * retries instead: a token mounted late is not fatal). */
 static const check_stage_fn start_stages[] = {
@@ -331,6 +344,7 @@ int cmd_check(int argc, char **argv)
     }
     if (files)
         check_config_warnings(run.cfg, check_print_warning, NULL);
+    check_pace_protection(run.cfg, check_print_warning, NULL);
     printf("%s: ok\n", path);
     /* The admission policies and pacing's watch need more than the gate's
      * base ClusterRole (deploy/kubernetes/components/admission-machines,

@@ -379,6 +379,7 @@ int cmd_run(int argc, char **argv)
         return 1;
     }
     check_config_warnings(g.cfg, gate_log_warning, NULL);
+    check_pace_protection(g.cfg, gate_log_pace_warning, NULL);
     g.reloads.path = path;
     snprintf(g.reloads.sha256, sizeof g.reloads.sha256, "%s", g.cfg->sha256);
     g.reloads.loaded_at = time(NULL);

@@ -78,3 +78,22 @@ void gate_log_warning(const char *msg, void *arg)
     (void)arg;
     log_msg(LOG_WARN, "token_file_mode", "%s", msg);
 }
+
+void gate_log_pace_warning(const char *msg, void *arg)
+{
+    (void)arg;
+    /* One line in the log: check_pace_protection's second line joined. */
+    char line[CONFIG_ERR_LEN];
+    size_t n = 0;
+    for (const char *c = msg; *c && n + 1 < sizeof line; c++) {
+        if (*c == '\n') {
+            while (c[1] == ' ')
+                c++;
+            line[n++] = ' ';
+        } else {
+            line[n++] = *c;
+        }
+    }
+    line[n] = '\0';
+    log_msg(LOG_WARN, "pace_unprotected", "%s", line);
+}

@@ -76,6 +76,8 @@ void gate_publish_addrset(addrset_t *set, void *arg);
 void gate_log_listening(const config_listener_t *lc, const struct sockaddr_storage *ss);
 /* check_config_warnings's warn for the gate: a token_file_mode warning in the log. */
 void gate_log_warning(const char *msg, void *arg);
+/* check_pace_protection's warn for the gate: a pace_unprotected warning in the log. */
+void gate_log_pace_warning(const char *msg, void *arg);
 
 /* gate_reload.c, called by cmd_run.c only. */
 

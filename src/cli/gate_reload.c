@@ -37,9 +37,12 @@ typedef struct reload_plan {
     const char *new_source_kind;                /* a new verdict source waits for the commit */
     bool source_ca_changed;                     /* ... with the same settings: its CA file changed */
     source_cluster_t source_cluster;            /* ... reading the same cluster or another */
-    /* admission.machines against a new connection (plan_machines), the
-     * empty set that holds every client until it has listed, and why. */
+    /* admission.machines turned on, or against a new connection or other
+     * Machines (plan_machines), or turned off; the empty set that holds
+     * every client until the new watch has listed (or, turned off,
+     * replaces the last set in the workers), and why. */
     machines_watch_t *machines;
+    bool machines_stop;                         /* the policy turned off: the running watch goes */
     addrset_t *no_addresses;
     char machines_why[CONFIG_ERR_LEN];
     /* pace's Nodes and CSRs watch: a new one (started, or replacing one
@@ -145,33 +148,57 @@ static int plan_listeners(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
     return 0;
 }
 
-/* admission.machines follows the Kubernetes connection as the source
- * does: another server, CA or token path, verification or watch timeout,
- * or new bytes in the CA file, and a new watch is started now against the
+/* admission.machines is live: a reload that turns it on starts its watch
+ * now (against the new configuration, which the watch references), one
+ * that turns it off frees the running watch at the commit. A running
+ * watch follows the Kubernetes connection as the source does: another
+ * server, CA or token path, verification or watch timeout, new bytes in
+ * the CA file, or other Machines (namespace, cluster_api, page_size:
+ * machines_watch_outdated), and a new watch is started now against the
  * new configuration (the old one goes at the commit); otherwise the
- * running watch stays. Another server is another cluster, whose machines
- * the old addresses do not vouch for: an empty set goes out with the
- * commit, and every client is held until the new watch has listed, as at
- * start. The same server (a rotated CA, a new token path or timeout) keeps
- * the published addresses until the new watch's first list replaces
- * them, as a failing watch keeps them: a CA rotation must not hold every
- * node for a relist. A CA file that cannot be read refuses the reload
- * (check_config_files has just read it, so a race): it is the file the
- * next start needs. */
+ * running watch stays. The policy turned on, another server (another
+ * cluster, whose machines the old addresses do not vouch for) or other
+ * Machines watched: an empty set goes out with the commit, and every
+ * client is held (UnknownMachine) until the new watch has listed, as at
+ * start; the workers may still hold the set of a watch a reload freed
+ * long ago. The same server and Machines (a rotated CA, a new token path,
+ * timeout or page size) keep the published addresses until the new
+ * watch's first list replaces them, as a failing watch keeps them: a CA
+ * rotation must not hold every node for a relist. A CA file that cannot
+ * be read refuses the reload (check_config_files has just read it, so a
+ * race): it is the file the next start needs. */
 static int plan_machines(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 {
-    if (!g->machines)
+    const config_admission_machines_t *next = &p->cfg->admission.machines;
+    if (!next->enabled) {
+        if (!g->machines)
+            return 0;
+        addrset_builder_t none = {0};
+        if (!(p->no_addresses = addrset_build(&none))) {
+            snprintf(err, errlen, "admission.machines: out of memory");
+            return -1;
+        }
+        p->machines_stop = true;
+        snprintf(p->machines_why, sizeof p->machines_why, "admission.machines.enabled is false");
         return 0;
-    int outdated = machines_watch_outdated(g->machines, p->cfg, p->machines_why, sizeof p->machines_why);
-    if (outdated < 0) {
-        snprintf(err, errlen, "admission.machines: %.400s", p->machines_why);
-        return -1;
     }
-    if (!outdated)
-        return 0;
+    bool hold_all;
+    if (!g->machines) {
+        snprintf(p->machines_why, sizeof p->machines_why, "admission.machines.enabled is true");
+        hold_all = true;
+    } else {
+        int outdated = machines_watch_outdated(g->machines, p->cfg, p->machines_why, sizeof p->machines_why);
+        if (outdated < 0) {
+            snprintf(err, errlen, "admission.machines: %.400s", p->machines_why);
+            return -1;
+        }
+        if (!outdated)
+            return 0;
+        hold_all = !config_kube_same_server(&g->cfg->enforcement.kubernetes, &p->cfg->enforcement.kubernetes) ||
+                   !config_machines_same_objects(&g->cfg->admission.machines, next);
+    }
     addrset_builder_t none = {0};
-    if (!config_kube_same_server(&g->cfg->enforcement.kubernetes, &p->cfg->enforcement.kubernetes) &&
-        !(p->no_addresses = addrset_build(&none))) {
+    if (hold_all && !(p->no_addresses = addrset_build(&none))) {
         snprintf(err, errlen, "admission.machines: out of memory");
         return -1;
     }
@@ -180,24 +207,41 @@ static int plan_machines(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 }
 
 /* The new watch's first publish comes a loop turn later at the earliest;
- * an empty set (another server) goes before the workers' reload messages,
- * so no request judged after the reload's acknowledgement sees the old
- * cluster's addresses. */
+ * an empty set (the policy turned on, another server or other Machines)
+ * goes before the workers' reload messages, so no request judged after
+ * the reload's acknowledgement sees addresses the new watch has not
+ * listed. A stopped watch's set is released after them
+ * (commit_machines_release). */
 static void commit_machines(gate_t *g, reload_plan_t *p)
 {
-    if (!p->machines)
+    if (!p->machines && !p->machines_stop)
         return;
     machines_watch_free(g->machines);
     g->machines = p->machines;
     p->machines = NULL;
-    bool other_cluster = p->no_addresses != NULL;
-    if (other_cluster)
+    if (p->machines_stop) {
+        log_msg(LOG_INFO, "reload", "admission.machines: %s: the Machines and Nodes watch stops", p->machines_why);
+        return;
+    }
+    bool hold_all = p->no_addresses != NULL;
+    if (hold_all)
         gate_publish_addrset(p->no_addresses, g);
     p->no_addresses = NULL;
-    log_msg(LOG_INFO, "reload", "admission.machines: %s: the Machines and Nodes watch starts again; %s",
-            p->machines_why,
-            other_cluster ? "another server: every client is held (UnknownMachine) until it has listed"
-                          : "the same server: its addresses stay until it has listed");
+    log_msg(LOG_INFO, "reload", "admission.machines: %s: the Machines and Nodes watch starts%s; %s",
+            p->machines_why, g->cfg->admission.machines.enabled ? " again" : "",
+            hold_all ? "every client is held (UnknownMachine) until it has listed"
+                     : "the same server: its addresses stay until it has listed");
+}
+
+/* The policy is off in every worker's next message, which each takes
+ * before this (worker_on_notify reads a reload before an address set):
+ * the last set, which no request reads any more, is freed. */
+static void commit_machines_release(gate_t *g, reload_plan_t *p)
+{
+    if (!p->machines_stop)
+        return;
+    gate_publish_addrset(p->no_addresses, g);
+    p->no_addresses = NULL;
 }
 
 /* pace.enabled and enforcement.source are live: the watch starts, stops,
@@ -305,6 +349,7 @@ static void reload_commit(gate_t *g, reload_plan_t *p)
         worker_publish_reload(&g->workers[w], p->msgs[w]);
         p->msgs[w] = NULL;
     }
+    commit_machines_release(g, p);
     for (size_t l = 0; l < CONFIG_MAX_LISTENERS; l++) {
         SSL_CTX_free(g->listener_tls[l]);
         g->listener_tls[l] = p->listener_tls[l];
@@ -352,6 +397,7 @@ void gate_reload(gate_t *g)
         return;
     }
     check_config_warnings(p.cfg, gate_log_warning, NULL);
+    check_pace_protection(p.cfg, gate_log_pace_warning, NULL);
     reload_commit(g, &p);
 }
 

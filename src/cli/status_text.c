@@ -279,6 +279,29 @@ static void status_print_pace(FILE *out, const json_t *pace)
     }
 }
 
+/* Who may enter the line (/held's pace.protection; a gate before it says
+ * nothing), with the warning when nothing but reachability does. */
+static void status_print_pace_protection(FILE *out, const json_t *pace)
+{
+    static const struct {
+        const char *name, *words;
+    } kinds[] = {
+        {"token", "admission.token: only holders of a provisioning token enter the line"},
+        {"machines", "admission.machines: only addresses of pending Machines enter the line"},
+        {"token+machines", "admission.token and admission.machines: only a pending Machine's address with a "
+                           "provisioning token enters the line"},
+    };
+    const char *protection = status_str(pace, "protection");
+    if (!*protection)
+        return;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(protection, kinds[i].name)) {
+            fprintf(out, "  protected: %s (%s)\n", kinds[i].name, kinds[i].words);
+            return;
+        }
+    fprintf(out, "  protected: NO, %s\n", *status_str(pace, "warning") ? status_str(pace, "warning") : protection);
+}
+
 void status_print_text(FILE *out, const json_t *verdict, const char *not_ready, const json_t *held, time_t now)
 {
     status_print_verdict(out, verdict, not_ready, now);
@@ -287,4 +310,6 @@ void status_print_text(FILE *out, const json_t *verdict, const char *not_ready, 
     const json_t *pace = held ? json_object_get(held, "pace") : NULL;
     if (pace)
         status_print_pace(out, pace);
+    if (pace)
+        status_print_pace_protection(out, pace);
 }

@@ -30,15 +30,6 @@ static void token_files_text(const config_admission_token_t *t, char *out, size_
         n += (size_t)snprintf(out + n, len - n, "%s%s", i ? ", " : "", t->files[i]);
 }
 
-static void machines_text(const config_admission_machines_t *m, char *out, size_t len)
-{
-    if (!m->enabled)
-        snprintf(out, len, "disabled");
-    else
-        snprintf(out, len, "namespace %s, cluster_api %s, page_size %u", m->namespace,
-                 m->cluster_api ? m->cluster_api_namespace : "off", m->page_size);
-}
-
 static bool same_token_files(const config_admission_token_t *a, const config_admission_token_t *b)
 {
     if (a->n_files != b->n_files)
@@ -49,13 +40,17 @@ static bool same_token_files(const config_admission_token_t *a, const config_adm
     return true;
 }
 
-static bool same_machines(const config_admission_machines_t *a, const config_admission_machines_t *b)
+bool config_machines_same_objects(const config_admission_machines_t *a, const config_admission_machines_t *b)
 {
     if (a->enabled != b->enabled)
         return false;
     return !a->enabled || (same_text(a->namespace, b->namespace) && a->cluster_api == b->cluster_api &&
-                           (!a->cluster_api || same_text(a->cluster_api_namespace, b->cluster_api_namespace)) &&
-                           a->page_size == b->page_size);
+                           (!a->cluster_api || same_text(a->cluster_api_namespace, b->cluster_api_namespace)));
+}
+
+bool config_machines_same(const config_admission_machines_t *a, const config_admission_machines_t *b)
+{
+    return config_machines_same_objects(a, b) && (!a->enabled || a->page_size == b->page_size);
 }
 
 static bool same_listener_addr(bool a_on, const config_addr_t *a, bool b_on, const config_addr_t *b)
@@ -92,10 +87,6 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
         {"held.forget_after", old->held.forget_after_ms == new->held.forget_after_ms, "", ""},
         /* The token files are watched from start; their contents reload. */
         {"admission.token.files", same_token_files(&old->admission.token, &new->admission.token), "", ""},
-        /* The Machines and Nodes watch starts once with these settings
-         * (it is built again when its Kubernetes connection changes,
-         * cli/gate_reload.c, but never turned on, off or elsewhere). */
-        {"admission.machines", same_machines(&old->admission.machines, &new->admission.machines), "", ""},
     };
     workers_text(old->workers, rows[0].was, sizeof rows[0].was);
     workers_text(new->workers, rows[0].now, sizeof rows[0].now);
@@ -119,8 +110,6 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
     snprintf(rows[9].now, sizeof rows[9].now, "%llums", (unsigned long long)new->held.forget_after_ms);
     token_files_text(&old->admission.token, rows[10].was, sizeof rows[10].was);
     token_files_text(&new->admission.token, rows[10].now, sizeof rows[10].now);
-    machines_text(&old->admission.machines, rows[11].was, sizeof rows[11].was);
-    machines_text(&new->admission.machines, rows[11].now, sizeof rows[11].now);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if (!rows[i].same) {
             snprintf(why, len, "%s needs a restart (%s -> %s)", rows[i].key, rows[i].was, rows[i].now);

@@ -230,8 +230,9 @@ machines_watch_t *machines_watch_new(struct event_base *base, config_t *cfg,
         return NULL;
     m->base = base;
     /* Its own reference: a reload frees the configuration it came from
-     * (admission.machines itself needs a restart, conf/reload.c; a new
-     * enforcement.kubernetes gets a new watch, machines_watch_outdated). */
+     * (a reload that turns admission.machines off frees the watch; other
+     * Machines or a new enforcement.kubernetes get a new watch,
+     * machines_watch_outdated). */
     m->cfg = config_ref(cfg);
     m->publish = publish;
     m->arg = arg;
@@ -330,6 +331,10 @@ int machines_watch_outdated(const machines_watch_t *m, const config_t *cfg, char
 {
     if (!config_kube_same(&m->cfg->enforcement.kubernetes, &cfg->enforcement.kubernetes)) {
         snprintf(why, len, "enforcement.kubernetes changed");
+        return 1;
+    }
+    if (!config_machines_same(&m->cfg->admission.machines, &cfg->admission.machines)) {
+        snprintf(why, len, "admission.machines changed");
         return 1;
     }
     if (!m->api_ready)

@@ -51,9 +51,12 @@ Test(reload, restart_only_keys_are_named_with_both_values)
     expect_restart("", "held:\n  forget_after: 1m\n", "held.forget_after needs a restart (900000ms -> 60000ms)");
     expect_restart("", "admission:\n  token:\n    files: [/t/a, /t/b]\n",
                    "admission.token.files needs a restart (none -> /t/a, /t/b)");
-    expect_restart("", "admission:\n  machines:\n    enabled: true\n",
-                   "admission.machines needs a restart (disabled -> namespace openshift-machine-api, cluster_api "
-                   "off, page_size 100)");
+    /* admission.machines is live: the watch starts, stops or is built
+     * again (cli/gate_reload.c). */
+    expect_restart("", "admission:\n  machines:\n    enabled: true\n", NULL);
+    expect_restart("admission:\n  machines:\n    enabled: true\n", "", NULL);
+    expect_restart("admission:\n  machines:\n    enabled: true\n",
+                   "admission:\n  machines:\n    enabled: true\n    namespace: other\n    page_size: 7\n", NULL);
     expect_restart("", "metrics:\n  enabled: true\n", "metrics needs a restart (disabled -> 127.0.0.1:22646)");
     char two[512];
     snprintf(two, sizeof two, "%s", BASE);

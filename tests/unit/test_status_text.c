@@ -186,3 +186,46 @@ Test(status_text, pacing_blind_says_why)
     cr_assert_not_null(strstr(text, "  node CSRs: not counted without the API view; ceiling 90\n"), "%s", text);
     free(text);
 }
+
+/* /held's pace.protection in words: what protects the line, or that
+ * nothing does (issue 31 item 2); a gate before the field says nothing. */
+Test(status_text, what_protects_the_line)
+{
+    static const struct {
+        const char *protection, *warning, *line;
+    } cases[] = {
+        {"none", "open to any address: without admission.token.files or admission.machines.enabled, any address "
+                 "that can reach the gate can take a joining slot or a place in the line",
+         "  protected: NO, open to any address: without admission.token.files or admission.machines.enabled, any "
+         "address that can reach the gate can take a joining slot or a place in the line\n"},
+        {"machines", NULL, "  protected: machines (admission.machines: only addresses of pending Machines enter the line)\n"},
+        {"token", NULL, "  protected: token (admission.token: only holders of a provisioning token enter the line)\n"},
+        {"token+machines", NULL, "  protected: token+machines (admission.token and admission.machines: only a pending "
+                                 "Machine's address with a provisioning token enters the line)\n"},
+        {NULL, NULL, NULL},
+    };
+    json_t *v = json_pack("{s:s, s:s, s:s}", "decision", "admit", "reason", "Compliant", "mode", "Automatic");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *pace = json_pack("{s:i, s:i, s:i, s:i, s:[]}", "joining", 0, "waiting", 0, "admittedTotal", 0,
+                                 "joinTimeouts", 0, "line");
+        if (cases[i].protection)
+            json_object_set_new(pace, "protection", json_string(cases[i].protection));
+        if (cases[i].warning)
+            json_object_set_new(pace, "warning", json_string(cases[i].warning));
+        json_t *held = json_pack("{s:[], s:i, s:i, s:i, s:i, s:o}", "clients", "held", 0, "admittedAfterHold", 0,
+                                 "overflow", 0, "forgetAfterSeconds", 900, "pace", pace);
+        cr_assert(v && held);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        status_print_text(f, v, NULL, held, 1796119800);
+        fclose(f);
+        if (cases[i].line)
+            cr_expect_not_null(strstr(text, cases[i].line), "%s", text);
+        else
+            cr_expect_null(strstr(text, "protected:"), "%s", text);
+        free(text);
+        json_decref(held);
+    }
+    json_decref(v);
+}
