@@ -84,7 +84,7 @@ static void log_verdict(const verdict_t *v)
 
 static void publish_current(verdict_ctl_t *ctl)
 {
-    gate_snapshot_t *snap = gate_snapshot_new(&ctl->current, ctl->reject_mode);
+    gate_snapshot_t *snap = gate_snapshot_new(&ctl->current, ctl->reject_mode, MCS_FAMILY_4_13);
     if (!snap) {
         log_msg(LOG_ERROR, "verdict", "out of memory: the workers keep the previous verdict");
         return;
