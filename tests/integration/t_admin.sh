@@ -104,6 +104,15 @@ assert v["mcsRelease"] == {"release": "4.30", "family": "4.21+", "from": "config
 grep -q 'newer than any this gate knows' "$GATE_LOG" || fail "no log line for a release newer than known"
 "$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" | grep -qx 'MCS release: 4.30, Accept read as 4.21+ (from config)' ||
   fail "status text: $("$SKEWGATE_BIN" status --admin "$ADMIN_ADDR")"
+note "a reload moves it"
+UPSTREAM_EXTRA='  mcs_release: "4.19"' ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/gate.yaml" hold "$object"
+kill -HUP "$GATE_PID"
+release_is() {
+  curl -sf "$ADMIN/verdict" | python3 -c 'import json, sys
+sys.exit(json.load(sys.stdin)["mcsRelease"] != {"release": "4.19", "family": "4.19", "from": "config"})'
+}
+wait_until 10 release_is || fail "mcsRelease after a reload: $(curl -s "$ADMIN/verdict")"
+[ "$(metric 'skewgate_mcs_release_info{release="4.19",family="4.19",from="config"}')" = 1 ] || fail "mcs_release_info after a reload"
 gate_stop
 ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/gate.yaml" hold "$object"
 gate_start "$TMP/gate.yaml"
