@@ -6,8 +6,8 @@
 #                     integration tests at a time, default nproc + 1; tests/integration/README.md)
 #   make run          the local demo stack (see README)
 #   make fuzz         every libFuzzer target for FUZZ_SECONDS (default 20) each
-#   make e2e-mcs      tests/e2e_mcs against the real MCS (the prebuilt 4.13 in MCS_GZ,
-#                     or MCO_SRC=DIR: one built from a machine-config-operator tree)
+#   make e2e-mcs      tests/e2e_mcs against the real MCS (the prebuilt 4.13 and 4.22 in MCS_DIR,
+#                     or MCO_SRC=DIR MCO_RELEASE=4.N: one built from a machine-config-operator tree)
 #   make image        the container image, without a registry: build/image/skewgate.oci.tar
 
 PKGS := libevent libevent_openssl libevent_pthreads openssl jansson yaml-0.1 libnftables
@@ -141,25 +141,34 @@ bench-pace: $(BIN)
 bench-pace-smoke: $(BIN)
 	./bench/pace/run --smoke
 
-# The real-MCS tier (issues 19, 25): tests/e2e_mcs (the differential,
+# The real-MCS tier (issues 19, 25, 32): tests/e2e_mcs (the differential,
 # Ignition end to end, 200 concurrent fetches) against the real Machine
-# Config Server. By default that is the prebuilt release-4.13 MCS in MCS_GZ
-# (../shared/mcs/, its README says how it was built), which the tier
-# unpacks into build/mcs/ and checks against MCS_SHA256; absent, the tier
-# skips in one line, or fails when CI=true. MCO_SRC=DIR builds
-# cmd/machine-config-server from a machine-config-operator tree instead
-# (tools/build-mcs.sh), to test another release. ONLY=t_name runs one test.
-# The checkout sits beside shared/; a clone elsewhere names the file.
-MCS_GZ     ?= $(CURDIR)/../shared/mcs/machine-config-server-4.13.gz
-MCS_SHA256 ?= 465fd6e8a6e323b2ffdc8b6dc552f06b86e1a5b1f5225aa58c3b28ae80e9e0b7
-MCS_OUT    := $(CURDIR)/$(BUILD)/mcs/machine-config-server
+# Config Server of every release in MCS_RELEASES, one after the other, each
+# with the gates' upstream.mcs_release set to it. By default those are the
+# prebuilt MCSs in MCS_DIR (../shared/mcs/machine-config-server-4.N.gz, its
+# README says how they were built), which the tier unpacks into build/mcs/
+# and checks against MCS_SHA256_4.N; one absent skips in one line, or fails
+# when CI=true. MCO_SRC=DIR MCO_RELEASE=4.N builds cmd/machine-config-server
+# from a machine-config-operator tree instead (tools/build-mcs.sh), to test
+# another release. ONLY=t_name runs one test. The checkout sits beside
+# shared/; a clone elsewhere names the directory.
+MCS_DIR         ?= $(CURDIR)/../shared/mcs
+MCS_RELEASES    ?= 4.13 4.22
+MCS_SHA256_4.13 ?= 465fd6e8a6e323b2ffdc8b6dc552f06b86e1a5b1f5225aa58c3b28ae80e9e0b7
+MCS_SHA256_4.22 ?= eb82278cbff99b66ed751d98e3d02b08fb3545c200ee0da9ab6af0e4f581b79c
+MCS_OUT_DIR     := $(CURDIR)/$(BUILD)/mcs
 e2e-mcs: deps $(BIN)
 ifneq ($(strip $(MCO_SRC)),)
-	./tools/build-mcs.sh "$(MCO_SRC)" $(MCS_OUT)
-	SKEWGATE_BIN=$(CURDIR)/$(BIN) MCS_GZ= MCS_BIN=$(MCS_OUT) ./tests/e2e_mcs/run
+	@[ -n "$(MCO_RELEASE)" ] || { echo "e2e-mcs: MCO_SRC needs MCO_RELEASE=4.N (the tree's release)" >&2; exit 2; }
+	./tools/build-mcs.sh "$(MCO_SRC)" $(MCS_OUT_DIR)/machine-config-server-src
+	SKEWGATE_BIN=$(CURDIR)/$(BIN) MCS_GZ= MCS_BIN=$(MCS_OUT_DIR)/machine-config-server-src \
+	  MCS_RELEASE=$(MCO_RELEASE) ./tests/e2e_mcs/run
 else
-	SKEWGATE_BIN=$(CURDIR)/$(BIN) MCS_GZ="$(MCS_GZ)" MCS_SHA256=$(MCS_SHA256) MCS_BIN=$(MCS_OUT) \
-	  ./tests/e2e_mcs/run; rc=$$?; [ $$rc -ne 77 ] || rc=0; exit $$rc
+	@rc=0; $(foreach r,$(MCS_RELEASES),\
+	  SKEWGATE_BIN=$(CURDIR)/$(BIN) MCS_GZ="$(MCS_DIR)/machine-config-server-$(r).gz" \
+	    MCS_SHA256=$(MCS_SHA256_$(r)) MCS_BIN=$(MCS_OUT_DIR)/machine-config-server-$(r) MCS_RELEASE=$(r) \
+	    ./tests/e2e_mcs/run; one=$$?; [ $$one -eq 77 ] || [ $$one -eq 0 ] || rc=1;) \
+	exit $$rc
 endif
 
 # libFuzzer + ASan + UBSan targets (tests/fuzz/run.sh); FUZZ_JOBS=2 runs two at once.

@@ -91,6 +91,8 @@ typedef struct config_upstream {
                                        (split like max_concurrent) */
     uint32_t max_queue;             /* default 256 waiting; overflow -> 503 */
     uint64_t queue_timeout_ms;      /* default 10s waiting -> 503 */
+    unsigned mcs_release;           /* the MCS's release 4.N: N, or 0 = auto (default; see
+                                       verdict/mcs_release.h) */
 } config_upstream_t;
 
 typedef enum { SOURCE_KIND_KUBERNETES, SOURCE_KIND_FILE } source_kind_t;

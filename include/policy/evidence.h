@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "conf/config.h"
+#include "http/accept.h"
 #include "verdict/verdict.h"
 
 /* Whether evidence may hold a request the verdict admits for `reason`:
@@ -20,10 +21,11 @@
  * when_unparseable defaults, Progressing's kept decision). */
 bool evidence_applies(verdict_reason_t reason);
 
-/* True when the request must be held: its Accept (NULL: no header) names
- * an Ignition spec older than e->min_spec. A request that names no
+/* True when the request must be held: its Accept (NULL: no header), read
+ * as an MCS of family reads it, names an Ignition spec older than
+ * e->min_spec. A request that names no
  * Ignition spec (curl, a browser) proves nothing and is not held. The
  * caller checks e->enabled and evidence_applies first. */
-bool evidence_too_old(const config_evidence_t *e, const char *accept, size_t accept_len);
+bool evidence_too_old(const config_evidence_t *e, mcs_family_t family, const char *accept, size_t accept_len);
 
 #endif

@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "http/accept.h"
+
 #define HELD_POOL_LEN 64
 #define HELD_UA_LEN 64
 #define HELD_REASON_LEN 32
@@ -121,6 +123,7 @@ typedef struct held_client {
     size_t user_agent_len;
     const char *accept;             /* NULL: none; parsed only when the client is new */
     size_t accept_len;
+    mcs_family_t mcs_family;        /* how the MCS reads accept (the snapshot's) */
 } held_client_t;
 
 /* Room for max_clients (>= 1) held clients and a quarter as many refused

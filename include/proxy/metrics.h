@@ -16,6 +16,7 @@
 #include "proxy/held.h"
 #include "proxy/pace.h"
 #include "proxy/reason.h"
+#include "verdict/mcs_release.h"
 #include "verdict/verdict.h"
 
 /* Pool names come from clients: each worker counts the first
@@ -101,6 +102,7 @@ void metrics_request(metrics_worker_t *m, const char *pool, request_decision_t d
 /* The gate-wide values rendered next to the workers' counters. */
 typedef struct metrics_gate {
     const verdict_t *verdict;
+    const mcs_release_t *mcs_release;   /* NULL: not rendered */
     double source_last_sync;        /* Unix seconds, 0 = never */
     uint64_t source_reconnects;
     const held_view_t *held;        /* the merged held table; NULL: not rendered */

@@ -11,6 +11,7 @@
 #include "verdict/snapshot.h"
 #include "source/source.h"
 #include "verdict/verdict.h"
+#include "verdict/mcs_release.h"
 
 struct event_base;
 typedef struct verdict_ctl verdict_ctl_t;
@@ -64,6 +65,12 @@ int verdict_ctl_replace_source(verdict_ctl_t *ctl, source_t *source, source_clus
 /* A reload refused after verdict_ctl_replace_source: frees the new source;
  * nothing it reported was published. Nothing to do when none waits. */
 void verdict_ctl_drop_replacement(verdict_ctl_t *ctl);
+
+/* The MCS release the gate fronts (upstream.mcs_release, or what auto
+ * found): logged, and a new snapshot goes out when it changed. Until set:
+ * mcs_release_configured(0), the default. */
+void verdict_ctl_set_mcs_release(verdict_ctl_t *ctl, const mcs_release_t *release);
+const mcs_release_t *verdict_ctl_mcs_release(const verdict_ctl_t *ctl);
 
 /* The admin API's override, local to this gate; active == false clears it.
  * Takes effect at once and lapses by itself at o->until. */

@@ -27,6 +27,9 @@ typedef struct gate_snapshot {
     atomic_uint refs;
     bool admit;
     reject_mode_t mode;
+    /* How the MCS in front of which the gate stands reads Accept: what
+     * explain answers and evidence read by (upstream.mcs_release). */
+    mcs_family_t mcs_family;
     verdict_t verdict;
     /* hold and deny ignore the spec: all their rows point at the same bytes */
     gate_response_t responses[IGNITION_SPEC__COUNT][HTTP_CONN__COUNT];
@@ -36,9 +39,10 @@ typedef struct gate_snapshot {
     char bytes[];       /* every response, back to back */
 } gate_snapshot_t;
 
-/* Renders the responses of one reject mode for v; one reference, owned by
- * the caller. NULL only when out of memory. */
-gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode);
+/* Renders the responses of one reject mode for v, read by an MCS of
+ * family; one reference, owned by the caller. NULL only when out of
+ * memory. */
+gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode, mcs_family_t family);
 gate_snapshot_t *gate_snapshot_ref(gate_snapshot_t *s);
 /* Frees the snapshot with its last reference; NULL is ignored. */
 void gate_snapshot_unref(gate_snapshot_t *s);

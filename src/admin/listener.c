@@ -112,6 +112,12 @@ static json_t *admin_verdict_json(const admin_t *a)
     json_object_set_new(j, "lastError", why ? json_pack("{s:s, s:o}", "message", why, "at", admin_when_json(failed_at))
                                             : json_null());
     json_object_set_new(j, "override", admin_override_json(verdict_ctl_current(a->ctl)));
+    const mcs_release_t *mcs = verdict_ctl_mcs_release(a->ctl);
+    char release[16];
+    snprintf(release, sizeof release, "4.%u", mcs->minor);
+    json_object_set_new(j, "mcsRelease", json_pack("{s:s, s:s, s:s}", "release", release, "family",
+                                                   mcs_family_name(mcs->family), "from",
+                                                   mcs_release_from_name(mcs->from)));
     if (admin_machines(a))
         json_object_set_new(j, "machinesWatch", admin_machines_json(admin_machines(a)));
     return j;

@@ -61,6 +61,7 @@ void scrape_metrics(void *arg, struct evhttp_request *req)
     }
     metrics_gate_t g = {
         .verdict = verdict_ctl_current(s->ctl),
+        .mcs_release = verdict_ctl_mcs_release(s->ctl),
         .source_last_sync = verdict_ctl_last_sync(s->ctl),
         .source_reconnects = verdict_ctl_reconnects(s->ctl),
         .held = &held,

@@ -156,6 +156,10 @@ static int gate_source(gate_t *g, char *err, size_t errlen)
 {
     const config_enforcement_t *e = &g->cfg->enforcement;
     g->ctl = verdict_ctl_new(g->base, e, g->cfg->gate.reject_mode, gate_publish, g);
+    if (g->ctl) {
+        mcs_release_t release = mcs_release_configured(g->cfg->upstream.mcs_release);
+        verdict_ctl_set_mcs_release(g->ctl, &release);
+    }
     if (g->ctl)
         g->source = gate_new_source(g, g->cfg);
     if (!g->ctl || !g->source) {

@@ -337,6 +337,8 @@ static void reload_commit(gate_t *g, reload_plan_t *p)
                 : p->source_cluster == CLUSTER_OTHER ? " (another server: the old cluster's view no longer decides)"
                                                      : "");
     verdict_ctl_reconfigure(g->ctl, &p->cfg->enforcement, p->cfg->gate.reject_mode);
+    mcs_release_t release = mcs_release_configured(p->cfg->upstream.mcs_release);
+    verdict_ctl_set_mcs_release(g->ctl, &release);
     log_set_level(p->cfg->log.level);
     if (g->admin)
         admin_set_request_timeout(g->admin, p->cfg->limits.header_timeout_ms);

@@ -128,6 +128,11 @@ static void status_print_verdict(FILE *out, const json_t *v, const char *not_rea
         fprintf(out, "Last error:  %s (%s)\n", status_str(failed, "message"), when);
     }
 
+    const json_t *mcs = json_object_get(v, "mcsRelease");
+    if (json_is_object(mcs))
+        fprintf(out, "MCS release: %s, Accept read as %s (from %s)\n", status_str(mcs, "release"),
+                status_str(mcs, "family"), status_str(mcs, "from"));
+
     const json_t *w = json_object_get(v, "machinesWatch");
     if (json_is_object(w))
         status_print_machines(out, w, now);

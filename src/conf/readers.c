@@ -10,6 +10,7 @@
 #include "core/ignition.h"
 #include "core/text.h"
 #include "core/version.h"
+#include "verdict/mcs_release.h"
 
 int conf_read_workers(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
 {
@@ -63,6 +64,31 @@ int conf_read_min_spec(loader_t *ld, const ynode_t *node, const field_t *f, void
                            "invalid Ignition spec \"%s\": expected auto or MAJOR.MINOR.PATCH with major 2 or 3, "
                            "e.g. 3.2.0", s);
     e->min_spec_auto = false;
+    return 0;
+}
+
+/* A plain 4.20 is the YAML float 4.2: only a string reads, so that the
+ * release is exactly what was written. */
+int conf_read_mcs_release(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
+{
+    (void)f;
+    if (node->kind == YNODE_SCALAR && node->plain && strcmp(node->value, "auto") != 0)
+        return schema_fail(ld, node, ld->path,
+                           "invalid MCS release %s: expected auto or a quoted release such as \"4.22\" "
+                           "(a plain 4.20 is the number 4.2)", node->value);
+    const char *s = schema_string_text(ld, node);
+    if (!s)
+        return -1;
+    if (!strcmp(s, "auto")) {
+        *(unsigned *)dst = 0;
+        return 0;
+    }
+    unsigned minor;
+    if (mcs_release_parse(s, &minor) < 0)
+        return schema_fail(ld, node, ld->path,
+                           "invalid MCS release \"%s\": expected auto or \"4.N\" with N from %u, e.g. \"4.22\"", s,
+                           MCS_RELEASE_OLDEST);
+    *(unsigned *)dst = minor;
     return 0;
 }
 

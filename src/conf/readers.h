@@ -14,6 +14,9 @@ int conf_read_rhel_version(loader_t *ld, const ynode_t *node, const field_t *f, 
 /* evidence.min_spec into a config_evidence_t: "auto" or an Ignition spec
  * such as "3.2.0" (core/ignition.h). */
 int conf_read_min_spec(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
+/* upstream.mcs_release into an unsigned: auto (0) or a quoted release
+ * "4.N", N >= 13 (verdict/mcs_release.h). */
+int conf_read_mcs_release(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);
 /* The MachineConfiguration's name (a DNS-1123 subdomain) and the API
  * server's URL ("" for in-cluster). */
 int conf_read_kube_name(loader_t *ld, const ynode_t *node, const field_t *f, void *dst);

@@ -169,6 +169,7 @@ static const field_t upstream_fields[] = {
     {"max_per_client", schema_read_count, UPSTREAM_FIELD(max_per_client), &per_client_count},
     {"max_queue", schema_read_count, UPSTREAM_FIELD(max_queue), &queue_count},
     {"queue_timeout", schema_read_duration, UPSTREAM_FIELD(queue_timeout_ms), &positive_duration},
+    {"mcs_release", conf_read_mcs_release, UPSTREAM_FIELD(mcs_release), NULL},
 };
 static const schema_t upstream_schema = SCHEMA(upstream_fields);
 

@@ -1,8 +1,10 @@
 /* The Ignition spec a node gets, read from its Accept header exactly as the
- * Machine Config Server reads it: parseAcceptHeader and
- * detectSpecVersionFromAcceptHeader of pkg/server/api.go, identical from
- * openshift/machine-config-operator release-4.13 to release-4.18 (4.19
- * adds 3.5.0; docs/mcs-fidelity.md says what changes across releases).
+ * Machine Config Server of a given release reads it: parseAcceptHeader and
+ * detectSpecVersionFromAcceptHeader of pkg/server/api.go (and, from 4.20,
+ * the Ignition converter of pkg/controller/common) in
+ * openshift/machine-config-operator. parseAcceptHeader is the same in every
+ * release from 4.13 to 4.23; the choice comes in four families, one table
+ * each (`readings` below; docs/mcs-fidelity.md has them as measured).
  * What the Go code does, step by step, and where each step is here:
  *   - split the value on every ',', trim each element as strings.TrimSpace
  *     (Unicode white space), split it on every ';' and trim each part
@@ -13,9 +15,15 @@
  *   - of the parts "key=value" (cut at the first '='), the first "version"
  *     whose value go-semver parses and the first "q" that
  *     strconv.ParseFloat(value, 32) takes count; no valid q is q=1;
- *   - sort.SliceStable by descending q (float32), then the first Ignition
- *     element with a version the release serves decides; if only
- *     unsupported versions are there, 400; no Ignition element: 2.2.0. */
+ *   - sort.SliceStable by descending q (float32); then, by the family:
+ *     4.13-4.19: the first Ignition element with a version the release
+ *       serves decides (semver ranges, a pre-release below its release);
+ *       if only unsupported versions are there, 400;
+ *     4.20 on: the first Ignition element with a version decides, served
+ *       or not: its major.minor (2.x from 2.2 up read as 2.2) must be one
+ *       the converter knows (2.2, 3.0-3.5; 3.0 then fails to convert: 500),
+ *       else 400, except that from 4.21 a newer 3.x minor gets 3.5.0;
+ *   - no Ignition element with a version: 2.2.0. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -169,20 +177,105 @@ static bool semver_below(const semver_t *v, uint64_t major, uint64_t minor)
     return v->num[2] == 0 && v->prerelease;
 }
 
-/* The switch of detectSpecVersionFromAcceptHeader (release-4.13..4.18). */
-static ignition_spec_t semver_spec(const semver_t *v)
+/* (v.major, v.minor) < (major, minor): where the converter of 4.20 on
+ * places a version (GetSupportedMinorVersion drops patch and pre-release). */
+static bool minor_below(const semver_t *v, uint64_t major, uint64_t minor)
 {
-    static const struct {
-        uint64_t major, minor, below_major, below_minor;
-        ignition_spec_t spec;
-    } served[] = {
-        {3, 4, 4, 0, IGNITION_SPEC_3_4}, {3, 3, 3, 4, IGNITION_SPEC_3_3}, {3, 2, 3, 3, IGNITION_SPEC_3_2},
-        {3, 1, 3, 2, IGNITION_SPEC_3_1}, {2, 2, 3, 0, IGNITION_SPEC_2_2},
-    };
-    for (size_t i = 0; i < sizeof served / sizeof served[0]; i++)
-        if (!semver_below(v, served[i].major, served[i].minor) &&
-            semver_below(v, served[i].below_major, served[i].below_minor))
-            return served[i].spec;
+    return v->num[0] != major ? v->num[0] < major : v->num[1] < minor;
+}
+
+/* ---- the readings: one table per family of releases */
+
+/* A version from lo (inclusive) to hi (exclusive) is served spec. */
+typedef struct served {
+    uint32_t lo_major, lo_minor, hi_major, hi_minor;
+    ignition_spec_t spec;
+} served_t;
+
+typedef struct reading {
+    const char *releases;
+    /* false: ranges in go-semver order (3.4.0-rc is below 3.4.0), as the
+     * switch of 4.13-4.19 compares; true: by major.minor alone. */
+    bool by_minor;
+    /* true: the first Ignition element with a version decides, served or
+     * not (4.20 on); false: the first served one, and an unserved one
+     * before it is passed over (4.13-4.19). */
+    bool first_decides;
+    const served_t *served;
+    size_t n_served;
+} reading_t;
+
+/* release-4.13..4.18: the if/else chain (4.13-4.16), the same switch
+ * (4.17, 4.18). */
+static const served_t served_4_13[] = {
+    {3, 4, 4, 0, IGNITION_SPEC_3_4}, {3, 3, 3, 4, IGNITION_SPEC_3_3}, {3, 2, 3, 3, IGNITION_SPEC_3_2},
+    {3, 1, 3, 2, IGNITION_SPEC_3_1}, {2, 2, 3, 0, IGNITION_SPEC_2_2},
+};
+/* release-4.19: the switch with 3.5.0 (commit 995bf2614). */
+static const served_t served_4_19[] = {
+    {3, 5, 4, 0, IGNITION_SPEC_3_5}, {3, 4, 3, 5, IGNITION_SPEC_3_4}, {3, 3, 3, 4, IGNITION_SPEC_3_3},
+    {3, 2, 3, 3, IGNITION_SPEC_3_2}, {3, 1, 3, 2, IGNITION_SPEC_3_1}, {2, 2, 3, 0, IGNITION_SPEC_2_2},
+};
+/* release-4.20 (commit 84e407b70): 2.x at or above 2.2.0 is 2.2.0, then
+ * GetSupportedMinorVersion among the converter's 2.2, 3.0 .. 3.5; 3.0.0
+ * has no converter to it, so ConvertRawExtIgnitionToVersion fails: 500. */
+static const served_t served_4_20[] = {
+    {2, 2, 3, 0, IGNITION_SPEC_2_2}, {3, 0, 3, 1, IGNITION_SPEC_UNCONVERTIBLE}, {3, 1, 3, 2, IGNITION_SPEC_3_1},
+    {3, 2, 3, 3, IGNITION_SPEC_3_2}, {3, 3, 3, 4, IGNITION_SPEC_3_3}, {3, 4, 3, 5, IGNITION_SPEC_3_4},
+    {3, 5, 3, 6, IGNITION_SPEC_3_5},
+};
+/* release-4.21 on (MCO-2182, commits c24449d90 in 4.21, 9a0ff4208 in
+ * 4.22): an unknown 3.x minor above ign3types.MaxVersion (3.5) gets it. */
+static const served_t served_4_21[] = {
+    {2, 2, 3, 0, IGNITION_SPEC_2_2}, {3, 0, 3, 1, IGNITION_SPEC_UNCONVERTIBLE}, {3, 1, 3, 2, IGNITION_SPEC_3_1},
+    {3, 2, 3, 3, IGNITION_SPEC_3_2}, {3, 3, 3, 4, IGNITION_SPEC_3_3}, {3, 4, 3, 5, IGNITION_SPEC_3_4},
+    {3, 5, 4, 0, IGNITION_SPEC_3_5},
+};
+
+#define SERVED(t) t, sizeof t / sizeof t[0]
+static const reading_t readings[MCS_FAMILY__COUNT] = {
+    [MCS_FAMILY_4_13] = {"4.13-4.18", false, false, SERVED(served_4_13)},
+    [MCS_FAMILY_4_19] = {"4.19", false, false, SERVED(served_4_19)},
+    [MCS_FAMILY_4_20] = {"4.20", true, true, SERVED(served_4_20)},
+    [MCS_FAMILY_4_21] = {"4.21+", true, true, SERVED(served_4_21)},
+};
+
+/* The first release (4.N) of each family, oldest first. */
+static const struct {
+    unsigned minor;
+    mcs_family_t family;
+} family_starts[] = {
+    {13, MCS_FAMILY_4_13}, {19, MCS_FAMILY_4_19}, {20, MCS_FAMILY_4_20}, {21, MCS_FAMILY_4_21},
+};
+
+const char *mcs_family_name(mcs_family_t family)
+{
+    return (unsigned)family < MCS_FAMILY__COUNT ? readings[family].releases : "?";
+}
+
+mcs_family_t mcs_family_of_release(unsigned minor)
+{
+    mcs_family_t f = family_starts[0].family;
+    for (size_t i = 0; i < sizeof family_starts / sizeof family_starts[0]; i++)
+        if (minor >= family_starts[i].minor)
+            f = family_starts[i].family;
+    return f;
+}
+
+static const reading_t *reading_of(mcs_family_t family)
+{
+    return &readings[(unsigned)family < MCS_FAMILY__COUNT ? family : MCS_FAMILY_NEWEST];
+}
+
+/* The spec a release of reading r serves for version v. */
+static ignition_spec_t semver_spec(const reading_t *r, const semver_t *v)
+{
+    bool (*below)(const semver_t *, uint64_t, uint64_t) = r->by_minor ? minor_below : semver_below;
+    for (size_t i = 0; i < r->n_served; i++) {
+        const served_t *s = &r->served[i];
+        if (!below(v, s->lo_major, s->lo_minor) && below(v, s->hi_major, s->hi_minor))
+            return s->spec;
+    }
     return IGNITION_SPEC_UNSUPPORTED;
 }
 
@@ -437,17 +530,20 @@ typedef struct choice {
     semver_t version;       /* the deciding element's (found) */
 } choice_t;
 
-/* sort.SliceStable(header, q[i] > q[j]) as Go 1.19..1.23 run it (sort's
+/* sort.SliceStable(header, q[i] > q[j]) as Go 1.19 to 1.25 run it (4.13 is built with 1.19, 4.22 with 1.25) (sort's
  * stable_func: insertion sort of 20-element blocks, then SymMerge). With
  * every q a number any stable sort gives this order; a q of NaN compares
  * false both ways, and then only the same steps give the MCS's order. */
 typedef struct slot {
     float q;
     uint32_t index;     /* the element's place among those with a media type */
-    uint8_t kind;       /* SLOT_OTHER, SLOT_SUPPORTED, SLOT_UNSUPPORTED */
+    uint8_t kind;       /* SLOT_OTHER, SLOT_DECIDES, SLOT_PASSED */
 } slot_t;
 
-enum { SLOT_OTHER, SLOT_SUPPORTED, SLOT_UNSUPPORTED };
+/* An element that is no Ignition one with a version; one that ends the
+ * search (served, or any, by the family's rule); one an older release
+ * passes over (not served), kept for the 400 and for evidence. */
+enum { SLOT_OTHER, SLOT_DECIDES, SLOT_PASSED };
 
 static bool slot_less(const slot_t *s, size_t i, size_t j)
 {
@@ -566,10 +662,12 @@ static float sort_key(float q)
     return isnan(q) ? -INFINITY : q;
 }
 
-static uint8_t kind_of(const element_t *e, ignition_spec_t *spec)
+static uint8_t kind_of(const reading_t *r, const element_t *e)
 {
-    *spec = e->ignition ? semver_spec(&e->version) : IGNITION_SPEC_UNSUPPORTED;
-    return !e->ignition ? SLOT_OTHER : *spec != IGNITION_SPEC_UNSUPPORTED ? SLOT_SUPPORTED : SLOT_UNSUPPORTED;
+    if (!e->ignition)
+        return SLOT_OTHER;
+    return r->first_decides || semver_spec(r, &e->version) != IGNITION_SPEC_UNSUPPORTED ? SLOT_DECIDES
+                                                                                        : SLOT_PASSED;
 }
 
 /* The element at place `index` (among those with a media type). */
@@ -580,7 +678,7 @@ static void element_at(const char *accept, size_t len, uint32_t index, element_t
         ;
 }
 
-static choice_t choose(const char *accept, size_t len)
+static choice_t choose(const reading_t *r, const char *accept, size_t len)
 {
     choice_t none = {IGNITION_SPEC_2_2, false, {{0, 0, 0}, false}};
     element_t e;
@@ -588,15 +686,14 @@ static choice_t choose(const char *accept, size_t len)
     uint32_t n = 0;
     bool nan = false;
     /* Without a NaN the sorted order is descending q, first among equals:
-     * keep the first supported element of the highest q, and the first
-     * unsupported one of the highest q. */
+     * keep the first deciding element of the highest q, and the first
+     * passed-over one of the highest q. */
     element_t best[3];
     bool have[3] = {false, false, false};
     while (walk_next(&w, &e)) {
         n++;
         nan = nan || isnan(e.q);
-        ignition_spec_t spec;
-        uint8_t kind = kind_of(&e, &spec);
+        uint8_t kind = kind_of(r, &e);
         if (kind != SLOT_OTHER && (!have[kind] || sort_key(e.q) > sort_key(best[kind].q))) {
             best[kind] = e;
             have[kind] = true;
@@ -605,13 +702,11 @@ static choice_t choose(const char *accept, size_t len)
     if (nan && n <= SORT_SLOTS) {
         slot_t slots[SORT_SLOTS];
         w = (walk_t){{accept, accept + len}, false};
-        for (uint32_t i = 0; walk_next(&w, &e); i++) {
-            ignition_spec_t spec;
-            slots[i] = (slot_t){e.q, i, kind_of(&e, &spec)};
-        }
+        for (uint32_t i = 0; walk_next(&w, &e); i++)
+            slots[i] = (slot_t){e.q, i, kind_of(r, &e)};
         stable_sort(slots, n);
-        have[SLOT_SUPPORTED] = have[SLOT_UNSUPPORTED] = false;
-        for (uint32_t k = 0; k < n && !have[SLOT_SUPPORTED]; k++) {
+        have[SLOT_DECIDES] = have[SLOT_PASSED] = false;
+        for (uint32_t k = 0; k < n && !have[SLOT_DECIDES]; k++) {
             uint8_t kind = slots[k].kind;
             if (kind == SLOT_OTHER || have[kind])
                 continue;
@@ -619,16 +714,16 @@ static choice_t choose(const char *accept, size_t len)
             have[kind] = true;
         }
     }
-    if (have[SLOT_SUPPORTED])
-        return (choice_t){semver_spec(&best[SLOT_SUPPORTED].version), true, best[SLOT_SUPPORTED].version};
-    if (have[SLOT_UNSUPPORTED])
-        return (choice_t){IGNITION_SPEC_UNSUPPORTED, true, best[SLOT_UNSUPPORTED].version};
+    if (have[SLOT_DECIDES])
+        return (choice_t){semver_spec(r, &best[SLOT_DECIDES].version), true, best[SLOT_DECIDES].version};
+    if (have[SLOT_PASSED])
+        return (choice_t){IGNITION_SPEC_UNSUPPORTED, true, best[SLOT_PASSED].version};
     return none;
 }
 
-ignition_spec_t http_accept_ignition_spec(const char *accept, size_t len)
+ignition_spec_t http_accept_ignition_spec(mcs_family_t family, const char *accept, size_t len)
 {
-    return choose(accept ? accept : "", accept ? len : 0).spec;
+    return choose(reading_of(family), accept ? accept : "", accept ? len : 0).spec;
 }
 
 static uint32_t clamp32(uint64_t n)
@@ -636,9 +731,9 @@ static uint32_t clamp32(uint64_t n)
     return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
-bool http_accept_ignition_version(const char *accept, size_t len, ignition_version_t *out)
+bool http_accept_ignition_version(mcs_family_t family, const char *accept, size_t len, ignition_version_t *out)
 {
-    choice_t c = choose(accept ? accept : "", accept ? len : 0);
+    choice_t c = choose(reading_of(family), accept ? accept : "", accept ? len : 0);
     if (!c.found)
         return false;
     *out = (ignition_version_t){clamp32(c.version.num[0]), clamp32(c.version.num[1]), clamp32(c.version.num[2]),

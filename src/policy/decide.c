@@ -19,8 +19,9 @@ static bool evidence_holds(const policy_request_t *rq, const policy_view_t *view
     if (!e->enabled || !evidence_applies(view->snapshot->verdict.reason))
         return false;
     const http_header_t *accept = http_headers_get(&rq->req->headers, HTTP_HDR_ACCEPT);
-    return accept ? evidence_too_old(e, rq->head + accept->value.off, accept->value.len)
-                  : evidence_too_old(e, NULL, 0);
+    mcs_family_t family = view->snapshot->mcs_family;
+    return accept ? evidence_too_old(e, family, rq->head + accept->value.off, accept->value.len)
+                  : evidence_too_old(e, family, NULL, 0);
 }
 
 static policy_decision_t decided(policy_action_t action, admission_result_t refusal)

@@ -8,10 +8,10 @@ bool evidence_applies(verdict_reason_t reason)
     return reason != REASON_OVERRIDE && reason != REASON_ENFORCEMENT_DISABLED;
 }
 
-bool evidence_too_old(const config_evidence_t *e, const char *accept, size_t accept_len)
+bool evidence_too_old(const config_evidence_t *e, mcs_family_t family, const char *accept, size_t accept_len)
 {
     ignition_version_t asked;
-    if (!http_accept_ignition_version(accept, accept_len, &asked))
+    if (!http_accept_ignition_version(family, accept, accept_len, &asked))
         return false;
     return ignition_version_cmp(&asked, &e->min_spec) < 0;
 }

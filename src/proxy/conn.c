@@ -317,6 +317,7 @@ static held_client_t conn_held_client(const conn_t *c, const http_header_t *acce
         .user_agent_len = c->log.ua_len,
         .accept = accept ? c->ibuf + accept->value.off : NULL,
         .accept_len = accept ? accept->value.len : 0,
+        .mcs_family = c->env->snapshot ? c->env->snapshot->mcs_family : MCS_FAMILY_NEWEST,
     };
 }
 
@@ -542,8 +543,8 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap, bool evidence)
     int spec = 0;
     if (snap->mode == REJECT_EXPLAIN) {
         const http_header_t *accept = http_headers_get(&req->headers, HTTP_HDR_ACCEPT);
-        spec = accept ? http_accept_ignition_spec(c->ibuf + accept->value.off, accept->value.len)
-                      : http_accept_ignition_spec(NULL, 0);
+        spec = accept ? http_accept_ignition_spec(snap->mcs_family, c->ibuf + accept->value.off, accept->value.len)
+                      : http_accept_ignition_spec(snap->mcs_family, NULL, 0);
     }
     http_conn_variant_t variant = http_conn_variant(c->keep_alive, c->http10);
     const gate_response_t *r = evidence ? gate_snapshot_evidence(snap, spec, variant)
@@ -554,7 +555,8 @@ static void conn_reject(conn_t *c, const gate_snapshot_t *snap, bool evidence)
         metrics_add(&c->env->metrics.evidence_held, 1);
     c->log.status = snap->mode == REJECT_HOLD ? HELD_STATUS
                     : snap->mode == REJECT_DENY ? 403
-                    : spec == IGNITION_SPEC_UNSUPPORTED ? 400 : 200;
+                    : spec == IGNITION_SPEC_UNSUPPORTED ? 400
+                    : spec == IGNITION_SPEC_UNCONVERTIBLE ? 500 : 200;
     conn_record_held(c, c->log.reason, c->log.status);
     conn_send_local(c, r->data, c->is_head ? r->head_len : r->len, (gate_snapshot_t *)snap, !c->keep_alive);
 }

@@ -200,7 +200,7 @@ static void held_fill(held_part_t *p, uint32_t i, uint8_t family, const uint8_t 
     e->family = family;
     memcpy(e->addr, addr, 16);
     e->first_seen_ms = now_ms;
-    e->spec = (uint8_t)http_accept_ignition_spec(c->accept, c->accept_len);
+    e->spec = (uint8_t)http_accept_ignition_spec(c->mcs_family, c->accept, c->accept_len);
     held_copy_text(e->pool, sizeof e->pool, pool, strlen(pool));
     if (c->user_agent)
         held_copy_text(e->user_agent, sizeof e->user_agent, c->user_agent, c->user_agent_len);
@@ -587,7 +587,8 @@ const char *held_spec_name(uint8_t spec)
     static const char *const names[IGNITION_SPEC__COUNT] = {
         [IGNITION_SPEC_2_2] = "2.2.0", [IGNITION_SPEC_3_1] = "3.1.0",
         [IGNITION_SPEC_3_2] = "3.2.0", [IGNITION_SPEC_3_3] = "3.3.0", [IGNITION_SPEC_3_4] = "3.4.0",
-        [IGNITION_SPEC_UNSUPPORTED] = "unsupported",
+        [IGNITION_SPEC_3_5] = "3.5.0", [IGNITION_SPEC_UNSUPPORTED] = "unsupported",
+        [IGNITION_SPEC_UNCONVERTIBLE] = "unconvertible",
     };
     return spec < IGNITION_SPEC__COUNT ? names[spec] : "unsupported";
 }

@@ -311,6 +311,14 @@ static void metrics_render_gate(FILE *f, const metrics_gate_t *g)
     metrics_head(f, "skewgate_skew_enforcement_none", "gauge",
                  "1 when boot image skew enforcement is off (mode None): new nodes may boot too old an image.");
     fprintf(f, "skewgate_skew_enforcement_none %d\n", !strcmp(v->mode, "None"));
+    if (g->mcs_release) {
+        const mcs_release_t *m = g->mcs_release;
+        metrics_head(f, "skewgate_mcs_release_info", "gauge",
+                     "The MCS release the gate reads Accept as, its family of readings, and where it came from "
+                     "(config, default, cluster).");
+        fprintf(f, "skewgate_mcs_release_info{release=\"4.%u\",family=\"%s\",from=\"%s\"} 1\n", m->minor,
+                mcs_family_name(m->family), mcs_release_from_name(m->from));
+    }
     metrics_head(f, "skewgate_source_last_sync_timestamp_seconds", "gauge",
                  "When the verdict source last confirmed its view (Unix time; 0: never).");
     fprintf(f, "skewgate_source_last_sync_timestamp_seconds %.3f\n", g->source_last_sync);

@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -12,6 +13,7 @@ struct verdict_ctl {
     verdict_policy_t policy;
     uint64_t max_staleness_ms;
     reject_mode_t reject_mode;
+    mcs_release_t mcs;          /* the MCS release: how the snapshot reads Accept */
     verdict_publish_fn publish;
     void *publish_arg;
     verdict_wall_clock_fn wall_clock;
@@ -84,7 +86,7 @@ static void log_verdict(const verdict_t *v)
 
 static void publish_current(verdict_ctl_t *ctl)
 {
-    gate_snapshot_t *snap = gate_snapshot_new(&ctl->current, ctl->reject_mode);
+    gate_snapshot_t *snap = gate_snapshot_new(&ctl->current, ctl->reject_mode, ctl->mcs.family);
     if (!snap) {
         log_msg(LOG_ERROR, "verdict", "out of memory: the workers keep the previous verdict");
         return;
@@ -333,6 +335,7 @@ verdict_ctl_t *verdict_ctl_new(struct event_base *base, const config_enforcement
     ctl->policy = cfg->policy;
     ctl->max_staleness_ms = cfg->max_staleness_ms;
     ctl->reject_mode = reject_mode;
+    ctl->mcs = mcs_release_configured(0);
     ctl->publish = publish;
     ctl->publish_arg = arg;
     ctl->wall_clock = wall_now;
@@ -391,6 +394,27 @@ void verdict_ctl_drop_replacement(verdict_ctl_t *ctl)
     source_free(ctl->replacement);
     forget_replacement(ctl);
 }
+
+void verdict_ctl_set_mcs_release(verdict_ctl_t *ctl, const mcs_release_t *release)
+{
+    if (mcs_release_equal(&ctl->mcs, release))
+        return;
+    bool family_changed = ctl->mcs.family != release->family;
+    ctl->mcs = *release;
+    char text[16];
+    snprintf(text, sizeof text, "4.%u", release->minor);
+    log_json(LOG_INFO, "mcs_release",
+             json_pack("{s:s, s:s, s:s}", "release", text, "family", mcs_family_name(release->family), "from",
+                       mcs_release_from_name(release->from)));
+    if (mcs_release_newer_than_known(release))
+        log_msg(LOG_WARN, "mcs_release",
+                "MCS release %s is newer than any this gate knows (4.%u): Accept is read as the newest family, %s",
+                text, MCS_RELEASE_NEWEST, mcs_family_name(release->family));
+    if (family_changed && ctl->published)
+        publish_current(ctl);
+}
+
+const mcs_release_t *verdict_ctl_mcs_release(const verdict_ctl_t *ctl) { return &ctl->mcs; }
 
 void verdict_ctl_set_override(verdict_ctl_t *ctl, const verdict_override_t *o)
 {

@@ -90,6 +90,7 @@ static void render_row(render_buf_t *b, const response_spec_t *r, const char *re
 static const char *const spec_versions[IGNITION_SPEC__COUNT] = {
     [IGNITION_SPEC_2_2] = "2.2.0", [IGNITION_SPEC_3_1] = "3.1.0",
     [IGNITION_SPEC_3_2] = "3.2.0", [IGNITION_SPEC_3_3] = "3.3.0", [IGNITION_SPEC_3_4] = "3.4.0",
+    [IGNITION_SPEC_3_5] = "3.5.0",
 };
 
 static const char *const explain_paths[] = {"/etc/issue", "/etc/motd"};
@@ -162,8 +163,12 @@ static void render_explain(render_buf_t *b, const char *message, const char *rea
         free(body);
     }
     free(source);
+    /* The MCS's own failures, empty as its are: an unsupported version,
+     * and 3.0.0 where 4.20 on cannot convert to it. */
     response_spec_t bad_request = {"400 Bad Request", NULL, "", 0};
     render_row(b, &bad_request, reason, spans[IGNITION_SPEC_UNSUPPORTED]);
+    response_spec_t unconvertible = {"500 Internal Server Error", NULL, "", 0};
+    render_row(b, &unconvertible, reason, spans[IGNITION_SPEC_UNCONVERTIBLE]);
 }
 
 /* Every answer of one reject mode for one reason and message. */
@@ -206,7 +211,7 @@ static void place_answers(gate_snapshot_t *s, const answer_spans_t spans,
 
 /* ---- the snapshot */
 
-gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode)
+gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode, mcs_family_t family)
 {
     render_buf_t b = {0};
     answer_spans_t spans, evidence_spans;
@@ -225,6 +230,7 @@ gate_snapshot_t *gate_snapshot_new(const verdict_t *v, reject_mode_t mode)
         atomic_init(&s->refs, 1);
         s->admit = v->decision == DECISION_ADMIT;
         s->mode = mode;
+        s->mcs_family = family;
         s->verdict = *v;
         memcpy(s->bytes, b.data, b.len);
         place_answers(s, spans, s->responses);

@@ -17,6 +17,7 @@ doc gives. Anything else fails the run.
 
     differential.py --direct PORT --gate PORT [--explain PORT] [--cases N]
                     [--inflight N] [--seed S] [--report FILE] [--doc FILE]
+                    [--release 4.22]
 """
 import argparse
 import asyncio
@@ -34,26 +35,34 @@ DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs
 CODED_RULES = {"explain-clean-path", "token-stripped"}
 
 
-def read_doc(path):
+def read_doc(path, release):
     """The deliberate differences of docs/mcs-fidelity.md: {rule: what
     differs} from its first table, {path: (mcs status, gate status, rule)}
-    from its second. Raises ValueError on a table this cannot read, a path
-    row naming a rule the first table lacks, or a rule nothing checks."""
+    from its second, whose MCS column is the one of this release ("MCS
+    4.22"). Raises ValueError on a table this cannot read, a release it has
+    no column for, a path row naming a rule the first table lacks, or a
+    rule nothing checks."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     if "\n## Deliberate differences\n" not in text:
         raise ValueError("%s: no \"## Deliberate differences\" section" % path)
     section = text.split("\n## Deliberate differences\n", 1)[1].split("\n## ", 1)[0]
-    rules, paths, table = {}, {}, None
+    rules, paths, table, column = {}, {}, None, None
     for line in section.splitlines():
         if not line.startswith("|"):
             table = None
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if table is None:
-            table = {("rule", "what differs", "why"): "rules",
-                     ("path as sent", "MCS 4.13", "gate", "rule"): "paths"}.get(tuple(cells))
-            if table is None:
+            if tuple(cells) == ("rule", "what differs", "why"):
+                table = "rules"
+            elif (len(cells) >= 4 and cells[0] == "path as sent" and cells[-2:] == ["gate", "rule"]
+                  and all(c.startswith("MCS ") for c in cells[1:-2])):
+                table = "paths"
+                if "MCS " + release not in cells:
+                    raise ValueError("%s: the path table has no column for MCS %s" % (path, release))
+                column = cells.index("MCS " + release)
+            else:
                 raise ValueError("%s: a table this does not know: %s" % (path, line))
             continue
         if set(line) <= set("|-: "):
@@ -64,7 +73,7 @@ def read_doc(path):
         else:
             if tick[0] in paths:
                 raise ValueError("%s: path %s listed twice" % (path, tick[0]))
-            paths[tick[0]] = (int(tick[1]), int(tick[2]), tick[3])
+            paths[tick[0]] = (int(tick[column]), int(tick[-2]), tick[-1])
     for p, (_, _, rule) in paths.items():
         if rule not in rules:
             raise ValueError("%s: path %s names rule %s, which the rules table lacks" % (path, p, rule))
@@ -238,7 +247,7 @@ def differ(direct, gate):
 
 async def run(args):
     try:
-        rules, doc_paths = read_doc(args.doc)
+        rules, doc_paths = read_doc(args.doc, args.release)
     except (OSError, ValueError) as e:
         print("differential: %s" % e, file=sys.stderr)
         return 1
@@ -263,6 +272,7 @@ async def run(args):
     diffs = collections.Counter()
     unexplained = []
     statuses = collections.Counter()
+    explained = collections.Counter()   # the gate's reading of Accept (explain) against the MCS's
     specs = collections.Counter()
     for i, fields, path, method, got in sorted(results, key=lambda r: r[0]):
         direct, gate = got[0], got[1]
@@ -298,13 +308,16 @@ async def run(args):
         ok = explain["status"] == want
         if ok and want == 200 and method == "GET":
             ok = spec_of(explain["body"]) == spec_of(direct["body"])
+        explained["checked"] += 1
+        explained["matched"] += ok
         if not ok:
             unexplained.append({"case": i, "accept": fields, "path": path, "method": method,
                                 "explain": "MCS %d %s, explain %d %s" % (
                                     direct["status"], spec_of(direct["body"]), explain["status"],
                                     spec_of(explain["body"]))})
-    summary = {"cases": len(todo), "peak_in_flight": peak["max"], "mcs_status": dict(statuses),
+    summary = {"release": args.release, "cases": len(todo), "peak_in_flight": peak["max"], "mcs_status": dict(statuses),
                "mcs_spec": {str(k): v for k, v in specs.items()}, "deliberate": dict(diffs),
+               "explain_matched": "%d/%d" % (explained["matched"], explained["checked"]),
                "unexplained": len(unexplained)}
     print(json.dumps(summary, sort_keys=True))
     if args.report:
@@ -325,6 +338,8 @@ def main():
     ap.add_argument("--seed", type=int, default=19)
     ap.add_argument("--report")
     ap.add_argument("--doc", default=DOC, help="the page whose deliberate differences are accepted")
+    ap.add_argument("--release", default=os.environ.get("MCS_RELEASE", "4.13"),
+                    help="the MCS's release: its column of the doc's path table")
     args = ap.parse_args()
     sys.exit(asyncio.run(run(args)))
 

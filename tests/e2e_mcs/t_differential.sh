@@ -19,10 +19,10 @@ set_object automatic-out-of-skew.yaml "$TMP/mc-reject.yaml"
 gate_config "$TMP/explain.yaml" explain "$TMP/mc-reject.yaml"
 gate_start "$TMP/explain.yaml"
 explain_port=$PLAIN_PORT
-python3 "$ROOT/tests/e2e_mcs/differential.py" --direct "$MCS_PORT" --gate "$admit_port" --explain "$explain_port" \
+python3 "$ROOT/tests/e2e_mcs/differential.py" --release "$MCS_RELEASE" --direct "$MCS_PORT" --gate "$admit_port" --explain "$explain_port" \
   --cases "${DIFF_CASES:-2400}" --inflight 48 --report "$TMP/report.json" || {
-  mkdir -p "$ROOT/build"; cp "$TMP/report.json" "$ROOT/build/e2e-mcs-differential.json"
-  fail "differences the docs do not explain (build/e2e-mcs-differential.json)"; }
+  mkdir -p "$ROOT/build"; cp "$TMP/report.json" "$ROOT/build/e2e-mcs-differential-$MCS_RELEASE.json"
+  fail "differences the docs do not explain (build/e2e-mcs-differential-$MCS_RELEASE.json)"; }
 shared=$(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | awk '$1 == "skewgate_coalesce_followers_total" {print $2}')
 note "requests answered from a shared fetch: $shared"
 [ "$shared" -gt 0 ] || fail "no request shared a fetch: the differential did not exercise coalescing"

@@ -10,7 +10,7 @@
 # render takes about 70 ms, and a fetch finished is not shared again).
 # The MCS's renders (one log line per request), the wall time to the last
 # node's last byte and the CPU time of the MCS and the gate (/proc/PID/stat)
-# go to build/e2e-mcs-storm.json for bench/RESULTS.md. Directly, the MCS
+# go to build/e2e-mcs-storm-RELEASE.json for bench/RESULTS.md. Directly, the MCS
 # may not serve every node in time (that is a measurement, not a failure).
 # STORM_NODES, STORM_MC_BYTES (MachineConfig file bytes) change the run.
 . "$(dirname "$0")/lib_mcs.sh"
@@ -66,5 +66,5 @@ assert g["ok"] == n and g["bad_bodies"] == 0 and g["retries"] == 0, g
 assert 1 <= g["renders"] <= n // 20, g
 PY
 mkdir -p "$ROOT/build"
-printf '%s\n%s\n' "$direct" "$gated" >"$ROOT/build/e2e-mcs-storm.json"
+printf '%s\n%s\n' "$direct" "$gated" >"$ROOT/build/e2e-mcs-storm-$MCS_RELEASE.json"
 echo PASS

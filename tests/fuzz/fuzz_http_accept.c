@@ -1,5 +1,5 @@
 /* libFuzzer target: Accept -> Ignition spec (http_accept_ignition_spec).
- * Checks: the answer is a valid ignition_spec_t (never the __COUNT
+ * Checks, for every family of MCS releases: the answer is a valid ignition_spec_t (never the __COUNT
  * sentinel); a header without the Ignition subtype anywhere (the MCS
  * matches it case-sensitively) answers IGNITION_SPEC_2_2, as no header
  * does; a spec other than 2.2.0 comes with a version asked for; the
@@ -31,23 +31,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     char *a = malloc(size ? size : 1);     /* exact size: ASan sees over-reads */
     memcpy(a, data, size);
-    ignition_spec_t s = http_accept_ignition_spec(a, size);
-    if ((unsigned)s >= IGNITION_SPEC__COUNT)
-        abort();
-    if (!has_ignition_type(a, size) && s != IGNITION_SPEC_2_2)
-        abort();
-    ignition_version_t v;
-    if (s != IGNITION_SPEC_2_2 && !http_accept_ignition_version(a, size, &v))
-        abort();
-
     char *b = malloc(size + 8);
     memcpy(b, data, size);
     memcpy(b + size, ";q=0, *\0", 8);
-    if (http_accept_ignition_spec(b, size) != s)
-        abort();
+    for (int f = 0; f < MCS_FAMILY__COUNT; f++) {   /* every family's reading */
+        ignition_spec_t s = http_accept_ignition_spec((mcs_family_t)f, a, size);
+        if ((unsigned)s >= IGNITION_SPEC__COUNT)
+            abort();
+        if (!has_ignition_type(a, size) && s != IGNITION_SPEC_2_2)
+            abort();
+        ignition_version_t v;
+        if (s != IGNITION_SPEC_2_2 && !http_accept_ignition_version((mcs_family_t)f, a, size, &v))
+            abort();
+        if (http_accept_ignition_spec((mcs_family_t)f, b, size) != s)
+            abort();
+        if (http_accept_ignition_spec((mcs_family_t)f, NULL, 0) != IGNITION_SPEC_2_2)
+            abort();
+    }
     free(a);
     free(b);
-    if (http_accept_ignition_spec(NULL, 0) != IGNITION_SPEC_2_2)
-        abort();
     return 0;
 }

@@ -42,6 +42,7 @@ v = json.load(sys.stdin)
 assert v["decision"] == "admit" and v["reason"] == "EnforcementDisabled", v
 assert v["mode"] == "None" and v["source"] == "file", v
 assert v["lastSync"] and v["lastSync"].endswith("Z"), v
+assert v["mcsRelease"] == {"release": "4.22", "family": "4.21+", "from": "default"}, v
 ' || fail "/verdict"
 
 note "other paths 404, other methods 405"
@@ -66,6 +67,7 @@ metric_at_least 'skewgate_request_duration_seconds_count' 6 || fail "histogram c
 [ "$(metric skewgate_skew_enforcement_none)" = 1 ] || fail "enforcement_none"
 [ "$(metric 'skewgate_verdict_info{reason="EnforcementDisabled",mode="None"}')" = 1 ] || fail "verdict_info"
 metric_at_least skewgate_source_last_sync_timestamp_seconds 1 || fail "last sync"
+[ "$(metric 'skewgate_mcs_release_info{release="4.22",family="4.21+",from="default"}')" = 1 ] || fail "mcs_release_info"
 
 note "promtool accepts the exposition"
 curl -sf "$ADMIN/metrics" >"$TMP/metrics.txt"
@@ -88,6 +90,30 @@ wait_until 5 metric_at_least 'skewgate_upstream_errors_total{kind="connect"}' 1 
 metric_at_least 'skewgate_requests_total{pool="worker",decision="admit",code="502"}' 1 || fail "502 not counted"
 gate_stop
 MCS_PORT=$UPSTREAM_PORT_SAVED
+
+note "upstream.mcs_release: a release newer than the gate knows reads as the newest family, and says so"
+UPSTREAM_EXTRA='  mcs_release: "4.30"' ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/gate.yaml" hold "$object"
+gate_start "$TMP/gate.yaml"
+wait_until 10 curl -sf -o /dev/null "$ADMIN/readyz" || fail "not ready after restart"
+curl -sf "$ADMIN/verdict" | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+assert v["mcsRelease"] == {"release": "4.30", "family": "4.21+", "from": "config"}, v
+' || fail "/verdict mcsRelease from config: $(curl -s "$ADMIN/verdict")"
+[ "$(metric 'skewgate_mcs_release_info{release="4.30",family="4.21+",from="config"}')" = 1 ] || fail "mcs_release_info"
+grep -q 'newer than any this gate knows' "$GATE_LOG" || fail "no log line for a release newer than known"
+"$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" | grep -qx 'MCS release: 4.30, Accept read as 4.21+ (from config)' ||
+  fail "status text: $("$SKEWGATE_BIN" status --admin "$ADMIN_ADDR")"
+note "a reload moves it"
+UPSTREAM_EXTRA='  mcs_release: "4.19"' ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/gate.yaml" hold "$object"
+kill -HUP "$GATE_PID"
+release_is() {
+  curl -sf "$ADMIN/verdict" | python3 -c 'import json, sys
+sys.exit(json.load(sys.stdin)["mcsRelease"] != {"release": "4.19", "family": "4.19", "from": "config"})'
+}
+wait_until 10 release_is || fail "mcsRelease after a reload: $(curl -s "$ADMIN/verdict")"
+[ "$(metric 'skewgate_mcs_release_info{release="4.19",family="4.19",from="config"}')" = 1 ] || fail "mcs_release_info after a reload"
+gate_stop
 ADMIN_ADDR=$ADMIN_ADDR gate_config "$TMP/gate.yaml" hold "$object"
 gate_start "$TMP/gate.yaml"
 wait_until 10 curl -sf -o /dev/null "$ADMIN/readyz" || fail "not ready after restart"

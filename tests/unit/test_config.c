@@ -1315,3 +1315,40 @@ Test(config, pace_csr_ceiling_and_replicas)
                  "t.yaml:5:13: pace.replicas: 5 gates sharing pace.max_joining 4: each needs at least one slot "
                  "(raise max_joining to 5 or more)");
 }
+
+/* upstream.mcs_release: auto (0, the default) or a quoted "4.N", N >= 13. */
+Test(config, mcs_release_is_auto_or_a_quoted_release)
+{
+    config_t *cfg = parse_ok(MINIMAL);
+    cr_expect_eq(cfg->upstream.mcs_release, 0u);
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "upstream: {mcs_release: auto}\n");
+    cr_expect_eq(cfg->upstream.mcs_release, 0u);
+    config_free(cfg);
+    static const struct {
+        const char *value;
+        unsigned minor;
+    } ok[] = {{"\"4.13\"", 13}, {"\"4.20\"", 20}, {"'4.22'", 22}, {"\"4.99\"", 99}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, MINIMAL "upstream:\n  mcs_release: %s\n", ok[i].value);
+        cfg = parse_ok(text);
+        cr_expect_eq(cfg->upstream.mcs_release, ok[i].minor, "%s", ok[i].value);
+        config_free(cfg);
+    }
+    expect_error(MINIMAL "upstream:\n  mcs_release: 4.20\n",
+                 "t.yaml:4:16: upstream.mcs_release: invalid MCS release 4.20: expected auto or a quoted release "
+                 "such as \"4.22\" (a plain 4.20 is the number 4.2)");
+    static const char *const bad[] = {"\"4.12\"", "\"4.013\"", "\"5.1\"", "\"4.\"", "\"4.22.1\"", "\"v4.22\"",
+                                      "\"4.1000\"", "\"\"", "\"Auto\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256], want[512];
+        snprintf(text, sizeof text, MINIMAL "upstream:\n  mcs_release: %s\n", bad[i]);
+        char unquoted[32];
+        snprintf(unquoted, sizeof unquoted, "%.*s", (int)strlen(bad[i]) - 2, bad[i] + 1);
+        snprintf(want, sizeof want,
+                 "t.yaml:4:16: upstream.mcs_release: invalid MCS release \"%s\": expected auto or \"4.N\" with N "
+                 "from 13, e.g. \"4.22\"", unquoted);
+        expect_error(text, want);
+    }
+}

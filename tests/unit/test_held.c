@@ -34,7 +34,7 @@ static held_client_t client(const struct sockaddr_storage *ss, const char *pool)
 {
     static const char ua[] = "Ignition/2.14.0";
     static const char accept[] = "application/vnd.coreos.ignition+json;version=3.4.0, */*;q=0.1";
-    return (held_client_t){ss, pool, ua, sizeof ua - 1, accept, sizeof accept - 1};
+    return (held_client_t){ss, pool, ua, sizeof ua - 1, accept, sizeof accept - 1, MCS_FAMILY_4_13};
 }
 
 static held_view_t collect(held_table_t *const *tables, size_t n, uint64_t now)

@@ -1,7 +1,8 @@
 /* http_accept against the Machine Config Server's reading of Accept.
  * Every case comes from reading openshift/machine-config-operator's
  * pkg/server/api.go (parseAcceptHeader, detectSpecVersionFromAcceptHeader)
- * on release-4.13 (identical through release-4.18), the go-semver it
+ * on release-4.13 (identical through release-4.18; the per-family tests at
+ * the end read release-4.19, 4.20, 4.21 and 4.22), the go-semver it
  * vendors (vendor/github.com/coreos/go-semver/semver/semver.go, the same
  * file in every branch) and Go 1.19's strconv.ParseFloat and
  * sort.SliceStable; "4.13" marks what was also checked against the MCS
@@ -19,19 +20,21 @@ typedef struct accept_case {
     ignition_spec_t spec;
 } accept_case_t;
 
-static ignition_spec_t spec_of(const char *accept)
+static ignition_spec_t spec_in(mcs_family_t family, const char *accept)
 {
-    return http_accept_ignition_spec(accept, accept ? strlen(accept) : 0);
+    return http_accept_ignition_spec(family, accept, accept ? strlen(accept) : 0);
 }
 
-static void check(const accept_case_t *cases, size_t n)
+static void check(mcs_family_t family, const accept_case_t *cases, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        cr_expect_eq(spec_of(cases[i].accept), cases[i].spec, "%s: got %d, want %d", cases[i].accept,
-                     spec_of(cases[i].accept), cases[i].spec);
+        cr_expect_eq(spec_in(family, cases[i].accept), cases[i].spec, "%s (%s): got %d, want %d", cases[i].accept,
+                     mcs_family_name(family), spec_in(family, cases[i].accept), cases[i].spec);
 }
 
-#define CHECK(cases) check(cases, sizeof cases / sizeof cases[0])
+/* The tests before the per-family ones read as release-4.13 does. */
+#define CHECK(cases) check(MCS_FAMILY_4_13, cases, sizeof cases / sizeof cases[0])
+#define CHECK_IN(family, cases) check(family, cases, sizeof cases / sizeof cases[0])
 
 /* detectSpecVersionFromAcceptHeader's switch (release-4.13..4.18): [3.4.0,
  * 4.0.0) -> 3.4.0, [3.3.0, 3.4.0), [3.2.0, 3.3.0), [3.1.0, 3.2.0), [2.2.0,
@@ -205,20 +208,28 @@ Test(http_accept, reads_no_byte_past_len)
     char *exact = malloc(len);
     cr_assert_not_null(exact);
     memcpy(exact, value, len);
-    cr_expect_eq(http_accept_ignition_spec(exact, len), IGNITION_SPEC_3_1);
-    cr_expect_eq(http_accept_ignition_spec(exact, len - 8), IGNITION_SPEC_2_2, "version=3.1 is no version");
-    cr_expect_eq(http_accept_ignition_spec(exact, 0), IGNITION_SPEC_2_2);
+    for (int f = 0; f < MCS_FAMILY__COUNT; f++) {
+        cr_expect_eq(http_accept_ignition_spec((mcs_family_t)f, exact, len), IGNITION_SPEC_3_1);
+        cr_expect_eq(http_accept_ignition_spec((mcs_family_t)f, exact, len - 8), IGNITION_SPEC_2_2,
+                     "version=3.1 is no version");
+        cr_expect_eq(http_accept_ignition_spec((mcs_family_t)f, exact, 0), IGNITION_SPEC_2_2);
+    }
     free(exact);
 }
 
 /* What evidence reads: the version as the node wrote it. */
-static bool version_of(const char *accept, char *buf, size_t len)
+static bool version_in(mcs_family_t family, const char *accept, char *buf, size_t len)
 {
     ignition_version_t v;
-    if (!http_accept_ignition_version(accept, accept ? strlen(accept) : 0, &v))
+    if (!http_accept_ignition_version(family, accept, accept ? strlen(accept) : 0, &v))
         return false;
     ignition_version_format(&v, buf, len);
     return true;
+}
+
+static bool version_of(const char *accept, char *buf, size_t len)
+{
+    return version_in(MCS_FAMILY_4_13, accept, buf, len);
 }
 
 Test(http_accept, the_version_asked_for_is_the_deciding_elements)
@@ -250,4 +261,129 @@ Test(http_accept, the_version_asked_for_is_the_deciding_elements)
     };
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         cr_expect_not(version_of(none[i], buf, sizeof buf), "%s", none[i] ? none[i] : "(no header)");
+}
+
+/* ---- the families of releases (accept.c's readings) */
+
+Test(http_accept, each_release_has_its_family)
+{
+    static const struct {
+        unsigned minor;
+        mcs_family_t family;
+    } cases[] = {
+        {13, MCS_FAMILY_4_13}, {16, MCS_FAMILY_4_13}, {18, MCS_FAMILY_4_13}, {19, MCS_FAMILY_4_19},
+        {20, MCS_FAMILY_4_20}, {21, MCS_FAMILY_4_21}, {22, MCS_FAMILY_4_21}, {23, MCS_FAMILY_4_21},
+        {99, MCS_FAMILY_4_21}, /* newer than the gate knows: the newest family */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        cr_expect_eq(mcs_family_of_release(cases[i].minor), cases[i].family, "4.%u", cases[i].minor);
+    cr_expect_str_eq(mcs_family_name(MCS_FAMILY_4_13), "4.13-4.18");
+    cr_expect_str_eq(mcs_family_name(MCS_FAMILY_4_19), "4.19");
+    cr_expect_str_eq(mcs_family_name(MCS_FAMILY_4_20), "4.20");
+    cr_expect_str_eq(mcs_family_name(MCS_FAMILY_4_21), "4.21+");
+    cr_expect_str_eq(mcs_family_name(MCS_FAMILY__COUNT), "?");
+}
+
+/* release-4.19: 4.13's switch with a first case [3.5.0, 4.0.0) -> 3.5.0. */
+Test(http_accept, release_4_19_adds_3_5_0)
+{
+    static const accept_case_t cases[] = {
+        {IGN ";version=3.5.0, */*;q=0.1", IGNITION_SPEC_3_5},
+        {IGN ";version=3.6.0", IGNITION_SPEC_3_5},
+        {IGN ";version=3.99.0", IGNITION_SPEC_3_5},
+        {IGN ";version=3.5.0-experimental", IGNITION_SPEC_3_4},
+        {IGN ";version=3.4.0", IGNITION_SPEC_3_4},
+        {IGN ";version=3.4.0-experimental", IGNITION_SPEC_3_3},
+        {IGN ";version=3.0.0", IGNITION_SPEC_UNSUPPORTED},
+        {IGN ";version=2.2.0-rc", IGNITION_SPEC_UNSUPPORTED},
+        {IGN ";version=2.5.0", IGNITION_SPEC_2_2},
+        {IGN ";version=4.0.0", IGNITION_SPEC_UNSUPPORTED},
+        /* an unsupported first choice is passed over, as in 4.13 */
+        {IGN ";version=1.0.0, " IGN ";version=3.5.0;q=0.5", IGNITION_SPEC_3_5},
+    };
+    CHECK_IN(MCS_FAMILY_4_19, cases);
+}
+
+/* What 4.20 on share: the first Ignition element with a version decides;
+ * 2.x at or above 2.2.0 is 2.2.0; otherwise major.minor must be the
+ * converter's (2.2, 3.0 .. 3.5), patch and pre-release dropped; 3.0 is
+ * picked and then fails to convert (500). */
+static const accept_case_t first_decides[] = {
+    {IGN ";version=3.5.0, */*;q=0.1", IGNITION_SPEC_3_5},          /* 4.22: every Ignition from 2.20 */
+    {IGN ";version=3.5.0-experimental", IGNITION_SPEC_3_5},
+    {IGN ";version=3.4.0-experimental", IGNITION_SPEC_3_4},        /* 4.22; 4.13 serves 3.3.0 */
+    {IGN ";version=3.4.0", IGNITION_SPEC_3_4},
+    {IGN ";version=3.3.0-experimental", IGNITION_SPEC_3_3},
+    {IGN ";version=3.1.0-rc.1", IGNITION_SPEC_3_1},
+    {IGN ";version=3.1.7", IGNITION_SPEC_3_1},
+    {IGN ";version=3.0.0, */*;q=0.1", IGNITION_SPEC_UNCONVERTIBLE},  /* 4.22: 500, 4.13: 400 */
+    {IGN ";version=3.0.0-x", IGNITION_SPEC_UNCONVERTIBLE},         /* 4.13: 2.2.0 */
+    {IGN ";version=3.0.1", IGNITION_SPEC_UNCONVERTIBLE},
+    {IGN ";version=2.2.0", IGNITION_SPEC_2_2},
+    {IGN ";version=2.2.0-rc", IGNITION_SPEC_2_2},                  /* 4.13: 400 */
+    {IGN ";version=2.3.0", IGNITION_SPEC_2_2},
+    {IGN ";version=2.99.99", IGNITION_SPEC_2_2},
+    {IGN ";version=2.1.0", IGNITION_SPEC_UNSUPPORTED},
+    {IGN ";version=2.0.0", IGNITION_SPEC_UNSUPPORTED},
+    {IGN ";version=1.0.0", IGNITION_SPEC_UNSUPPORTED},
+    {IGN ";version=4.0.0", IGNITION_SPEC_UNSUPPORTED},
+    {IGN ";version=4.0.0-rc", IGNITION_SPEC_UNSUPPORTED},          /* 4.13: 3.4.0 */
+    {IGN ";version=9223372036854775807.0.0", IGNITION_SPEC_UNSUPPORTED},
+    /* a first Ignition element the release does not serve ends the search */
+    {IGN ";version=1.0.0, " IGN ";version=3.4.0;q=0.5", IGNITION_SPEC_UNSUPPORTED},  /* 4.13: 3.4.0 */
+    {IGN ";version=2.1.0, " IGN ";version=3.2.0", IGNITION_SPEC_UNSUPPORTED},
+    {IGN ";version=3.0.0;q=0.9, " IGN ";version=3.3.0;q=0.5", IGNITION_SPEC_UNCONVERTIBLE},
+    /* in the sorted order: a served one at a higher q still comes first */
+    {IGN ";version=1.0.0;q=0.1, " IGN ";version=3.4.0;q=0.5", IGNITION_SPEC_3_4},
+    /* elements without a version do not count */
+    {IGN ", " IGN ";version=three, " IGN ";version=3.2.0", IGNITION_SPEC_3_2},
+    {"*/*, " IGN ";version=3.3.0;q=0.1", IGNITION_SPEC_3_3},
+    {NULL, IGNITION_SPEC_2_2},
+    {"application/json", IGNITION_SPEC_2_2},
+};
+
+/* release-4.20: no fallback, so a newer 3.x minor is a 400. */
+Test(http_accept, release_4_20_lets_the_first_ignition_element_decide)
+{
+    CHECK_IN(MCS_FAMILY_4_20, first_decides);
+    static const accept_case_t newer[] = {
+        {IGN ";version=3.6.0", IGNITION_SPEC_UNSUPPORTED},
+        {IGN ";version=3.99.0", IGNITION_SPEC_UNSUPPORTED},
+        {IGN ";version=3.9223372036854775807.0", IGNITION_SPEC_UNSUPPORTED},
+    };
+    CHECK_IN(MCS_FAMILY_4_20, newer);
+}
+
+/* release-4.21 on (4.22 is the one measured): a 3.x minor above 3.5 gets
+ * ign3types.MaxVersion, 3.5.0. */
+Test(http_accept, release_4_21_on_serve_newer_3_x_minors_3_5_0)
+{
+    CHECK_IN(MCS_FAMILY_4_21, first_decides);
+    static const accept_case_t newer[] = {
+        {IGN ";version=3.6.0", IGNITION_SPEC_3_5},                 /* 4.22 */
+        {IGN ";version=3.6.0-experimental", IGNITION_SPEC_3_5},
+        {IGN ";version=3.99.0", IGNITION_SPEC_3_5},
+        {IGN ";version=3.9223372036854775807.0", IGNITION_SPEC_3_5},
+        {IGN ";version=3.7.0, " IGN ";version=3.2.0", IGNITION_SPEC_3_5},
+        {IGN ";version=4.1.0, " IGN ";version=3.6.0", IGNITION_SPEC_UNSUPPORTED},
+    };
+    CHECK_IN(MCS_FAMILY_4_21, newer);
+}
+
+/* Evidence reads the element the release reads. */
+Test(http_accept, evidence_reads_the_element_each_family_reads)
+{
+    static const char both[] = IGN ";version=1.0.0, " IGN ";version=3.2.0;q=0.5";
+    char buf[40];
+    cr_expect(version_in(MCS_FAMILY_4_13, both, buf, sizeof buf));
+    cr_expect_str_eq(buf, "3.2.0");
+    cr_expect(version_in(MCS_FAMILY_4_19, both, buf, sizeof buf));
+    cr_expect_str_eq(buf, "3.2.0");
+    cr_expect(version_in(MCS_FAMILY_4_20, both, buf, sizeof buf));
+    cr_expect_str_eq(buf, "1.0.0");
+    cr_expect(version_in(MCS_FAMILY_4_21, both, buf, sizeof buf));
+    cr_expect_str_eq(buf, "1.0.0");
+    cr_expect(version_in(MCS_FAMILY_4_21, IGN ";version=3.6.0", buf, sizeof buf));
+    cr_expect_str_eq(buf, "3.6.0", "as written, whatever spec it is served");
+    cr_expect_not(version_in(MCS_FAMILY_4_21, "*/*", buf, sizeof buf));
 }

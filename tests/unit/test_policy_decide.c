@@ -142,7 +142,7 @@ Test(policy_decide, every_row)
         cr_assert_geq(http_path_normalize(head + req.path.off, req.path.len, clean, sizeof clean, &clean_len), 0);
 
         verdict_t v = {.decision = r->admit ? DECISION_ADMIT : DECISION_REJECT, .reason = r->reason, .settled = true};
-        gate_snapshot_t *snap = gate_snapshot_new(&v, REJECT_HOLD);
+        gate_snapshot_t *snap = gate_snapshot_new(&v, REJECT_HOLD, MCS_FAMILY_4_13);
         cr_assert_not_null(snap);
         addrset_t *set = addresses(r->machines, &peer);
         policy_request_t rq = {.head = head, .req = &req, .clean = clean, .clean_len = clean_len, .peer = &peer};

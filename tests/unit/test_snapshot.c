@@ -44,7 +44,7 @@ static char *body_of(const gate_response_t *r)
 
 static json_t *explain_json(const gate_snapshot_t *s, const char *accept)
 {
-    int spec = http_accept_ignition_spec(accept, accept ? strlen(accept) : 0);
+    int spec = http_accept_ignition_spec(s->mcs_family, accept, accept ? strlen(accept) : 0);
     const gate_response_t *r = gate_snapshot_reject(s, spec, HTTP_CONN_KEEP_ALIVE);
     char *body = body_of(r);
     json_error_t error;
@@ -62,7 +62,7 @@ static const char *ignition_version(const json_t *config)
 Test(snapshot, hold_is_byte_exact)
 {
     verdict_t v = rejecting();
-    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_HOLD);
+    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_HOLD, MCS_FAMILY_4_13);
     cr_assert_not_null(s);
     cr_expect_not(s->admit);
     const char *base = "HTTP/1.1 503 Service Unavailable\r\n"
@@ -90,7 +90,7 @@ Test(snapshot, hold_and_deny_ignore_the_spec)
 {
     verdict_t v = rejecting();
     for (reject_mode_t mode = REJECT_HOLD; mode <= REJECT_DENY; mode++) {
-        gate_snapshot_t *s = gate_snapshot_new(&v, mode);
+        gate_snapshot_t *s = gate_snapshot_new(&v, mode, MCS_FAMILY_4_13);
         for (int spec = 0; spec < IGNITION_SPEC__COUNT; spec++)
             cr_expect_eq(gate_snapshot_reject(s, spec, HTTP_CONN_CLOSE)->data,
                          gate_snapshot_reject(s, 0, HTTP_CONN_CLOSE)->data);
@@ -101,7 +101,7 @@ Test(snapshot, hold_and_deny_ignore_the_spec)
 Test(snapshot, deny_is_403_with_the_reason)
 {
     verdict_t v = rejecting();
-    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_DENY);
+    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_DENY, MCS_FAMILY_4_13);
     const gate_response_t *r = gate_snapshot_reject(s, 0, HTTP_CONN_KEEP_ALIVE);
     char *head = head_of(r), *body = body_of(r);
     cr_expect(strncmp(head, "HTTP/1.1 403 Forbidden\r\n", 24) == 0, "%s", head);
@@ -118,7 +118,7 @@ Test(snapshot, deny_is_403_with_the_reason)
 Test(snapshot, explain_400_is_empty)
 {
     verdict_t v = rejecting();
-    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN);
+    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN, MCS_FAMILY_4_13);
     const gate_response_t *r = gate_snapshot_reject(s, IGNITION_SPEC_UNSUPPORTED, HTTP_CONN_KEEP_ALIVE);
     const char *want = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n"
                        "Skewgate-Reason: OutOfSkew\r\nCache-Control: no-store\r\n\r\n";
@@ -132,7 +132,7 @@ Test(snapshot, content_length_matches_every_body)
 {
     verdict_t v = rejecting();
     for (reject_mode_t mode = REJECT_HOLD; mode <= REJECT_EXPLAIN; mode++) {
-        gate_snapshot_t *s = gate_snapshot_new(&v, mode);
+        gate_snapshot_t *s = gate_snapshot_new(&v, mode, MCS_FAMILY_4_13);
         for (int spec = 0; spec < IGNITION_SPEC__COUNT; spec++)
             for (int variant = 0; variant < HTTP_CONN__COUNT; variant++) {
                 const gate_response_t *r = gate_snapshot_reject(s, spec, variant);
@@ -187,7 +187,7 @@ Test(snapshot, explain_follows_the_accept_header)
          "3.3.0"},
     };
     verdict_t v = rejecting();
-    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN);
+    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN, MCS_FAMILY_4_13);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *config = explain_json(s, cases[i].accept);
         cr_expect_str_eq(ignition_version(config), cases[i].version, "accept %s",
@@ -201,7 +201,7 @@ Test(snapshot, explain_writes_the_reason_and_nothing_else)
 {
     verdict_t v = rejecting();
     snprintf(v.message, sizeof v.message, "50%% done: a/b");
-    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN);
+    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN, MCS_FAMILY_4_13);
     const char *source = "data:,skewgate%3A%20this%20node%20was%20not%20admitted%3A%2050%25%20done"
                          "%3A%20a%2Fb%0A";
     json_t *spec3 = explain_json(s, "application/vnd.coreos.ignition+json;version=3.4.0");
@@ -281,7 +281,7 @@ Test(snapshot, explain_configs_pass_ignition_validate)
     if (access(VALIDATOR, X_OK) != 0)
         cr_skip_test(VALIDATOR " is not installed (Debian package ignition)");
     verdict_t v = rejecting();
-    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN);
+    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN, MCS_FAMILY_4_13);
     for (int spec = IGNITION_SPEC_3_1; spec <= IGNITION_SPEC_3_4; spec++) {
         char *body = body_of(gate_snapshot_reject(s, spec, HTTP_CONN_KEEP_ALIVE));
         json_t *config = json_loads(body, 0, NULL);
@@ -298,7 +298,7 @@ Test(snapshot, admit_flag_and_verdict_are_kept)
 {
     verdict_t v = {.decision = DECISION_ADMIT, .reason = REASON_COMPLIANT};
     snprintf(v.resource_version, sizeof v.resource_version, "42");
-    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_HOLD);
+    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_HOLD, MCS_FAMILY_4_13);
     cr_expect(s->admit);
     cr_expect_str_eq(s->verdict.resource_version, "42");
     gate_snapshot_unref(s);
@@ -307,7 +307,7 @@ Test(snapshot, admit_flag_and_verdict_are_kept)
 Test(snapshot, the_last_unref_frees)
 {
     verdict_t v = rejecting();
-    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN);
+    gate_snapshot_t *s = gate_snapshot_new(&v, REJECT_EXPLAIN, MCS_FAMILY_4_13);
     cr_assert_eq(gate_snapshot_ref(s), s);
     gate_snapshot_unref(s);
     /* Still alive: ASan would flag this read after a premature free. */
@@ -328,7 +328,7 @@ Test(snapshot, evidence_answers_in_every_mode)
         const char *status;
     } modes[] = {{REJECT_HOLD, "HTTP/1.1 503 "}, {REJECT_DENY, "HTTP/1.1 403 "}, {REJECT_EXPLAIN, "HTTP/1.1 200 "}};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-        gate_snapshot_t *s = gate_snapshot_new(&v, modes[i].mode);
+        gate_snapshot_t *s = gate_snapshot_new(&v, modes[i].mode, MCS_FAMILY_4_13);
         cr_assert_not_null(s);
         cr_expect(s->admit);
         for (int variant = 0; variant < HTTP_CONN__COUNT; variant++) {
