@@ -7,16 +7,20 @@
 # then 14 ask once (places 1..14); then a real node asks every second
 # while a new stranger address asks once every 0.3 s. The line fills
 # (16), and each newcomer makes the node absent longest (unseen for more
-# than head_hold) leave: the 14 first, then the strangers gone quiet. The
+# than head_hold) leave: the 14 first, then the strangers gone quiet
+# (until the 14 are 3 s quiet, a newcomer finds the line full of present
+# nodes and is paced without a place, cause room). The
 # real node, present and ahead of every present stranger, is admitted on
 # its first ask once the two slots free at join_timeout, and no stranger
 # is (each asks once: present nodes are always ahead of a newcomer).
 # Before e8773cb the room held held.max_clients nodes, joining ones
 # included: 2 joining + 14 waiting filled it, every later newcomer was
 # paced unrecorded (no place), and when the slots freed at join_timeout
-# the first newcomers to ask took them (nobody present was in line):
-# a stranger, three asks to the real node's one, was admitted in every
-# run, and the real node only when it happened to ask first. Also
+# the first newcomers to ask took them (nobody present was in line): a
+# stranger always took one (the first to ask with a slot free), and the
+# real node the other only when it asked before a second stranger did
+# (against 083c05c: the real node asked first, 127.3.2.28 took the
+# other slot, and the test failed there). Also
 # checked: pace_cause and pace_place on every Paced access line,
 # evictedTotal in /held and skewgate_pace_evicted_total (neither existed).
 #
