@@ -51,7 +51,7 @@ BIN      := $(BUILD)/skewgate
 LIB      := $(BUILD)/libskewgate.a
 UNIT_BIN := $(BUILD)/unit-tests
 
-.PHONY: all deps test unit integration run check-conf clean bench bench-smoke bench-pace bench-pace-smoke image image-rootfs fuzz abuse soak e2e-mcs
+.PHONY: all deps test unit integration run check-conf clean bench bench-smoke bench-held bench-pace bench-pace-smoke image image-rootfs fuzz abuse soak e2e-mcs
 all: $(BIN)
 
 deps:
@@ -132,6 +132,12 @@ bench:
 
 bench-smoke:
 	./bench/run --smoke
+	./bench/held_pace/run --smoke
+
+# GET /held's cost with 4,096 nodes in the pacing line (issue 31), in
+# process and against a live gate: bench/held_pace/run's docstring.
+bench-held:
+	./bench/held_pace/run --live
 
 # A scale-up of 500 nodes with pacing off and on (issue 26), against the
 # fake API: bench/pace/README.md. The smoke: 150 nodes at time scale 30, ~30 s.
