@@ -111,7 +111,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < reads; k++) {
             if (pace_report(&room, &cfg, now, true, &r) < 0)
                 return 1;
-            char *text = pace_json_text(&r, &clocks, &len);
+            char *text = pace_json_text(&r, &clocks, NULL, &len);
             pace_report_release(&r);
             if (!text)
                 return 1;
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
             return 1;
         uint64_t d = cpu_ns();
         for (int k = 0; k < reads; k++)
-            free(pace_json_text(&r, &clocks, &len));
+            free(pace_json_text(&r, &clocks, NULL, &len));
         uint64_t e = cpu_ns();
         if (r.n_line != nodes || r.n_joining != 1) {
             fprintf(stderr, "held_pace: %zu waiting and %zu joining listed\n", r.n_line, r.n_joining);
