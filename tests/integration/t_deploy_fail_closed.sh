@@ -5,8 +5,13 @@
 # ignition-validate takes; it writes the component's redirect.nft byte for
 # byte at the path its unit loads, and the unit (verbatim the component's
 # .service, which systemd-analyze verify takes) runs before the network and
-# the kubelet, with no stop action. That the file is the gate's own table,
-# loaded at "boot" in a network namespace, is t_redirect_boot_netns.sh's.
+# the kubelet, after nftables.service and firewalld.service, with no
+# condition that could skip it, nothing that ties the kubelet to it and no
+# stop action; it loads the file, then its fallback unless the file left
+# a redirect. That the file is the gate's own table, loaded at "boot" in a
+# network namespace, is t_redirect_boot_netns.sh's; that the fallback
+# closes 22623/22624 when the file is missing or malformed,
+# t_boot_fail_closed_netns.sh's.
 . "$(dirname "$0")/lib.sh"
 need_kubectl
 export KUBECONFIG="$TMP/no-cluster"
@@ -60,19 +65,21 @@ python3 "$ROOT/tests/integration/mc_extract.py" "$TMP/with.yaml" unit skewgate-r
 cmp -s "$TMP/unit.service" "$C/skewgate-redirect-boot.service" ||
   fail "machineconfig.yaml's unit is not skewgate-redirect-boot.service"
 
-note "the unit: loads that file before the network and the kubelet, and never removes it"
+note "the unit: loads that file, or its fallback, before the network and the kubelet, after nftables and firewalld, never removes it"
 python3 - "$TMP/unit.service" <<'PY' || fail "the unit's ordering"
 import sys
-sections, cur = {}, None
+sections, lines, cur = {}, {}, None
 for line in open(sys.argv[1]):
     line = line.strip()
     if not line or line.startswith("#"):
         continue
     if line.startswith("["):
-        cur = sections.setdefault(line.strip("[]"), {})
+        cur = line.strip("[]")
+        sections.setdefault(cur, {})
         continue
     k, _, v = line.partition("=")
-    cur.setdefault(k, []).extend(v.split())
+    sections[cur].setdefault(k, []).extend(v.split())
+    lines.setdefault((cur, k), []).append(v)
 unit, svc, inst = sections["Unit"], sections["Service"], sections["Install"]
 # Early boot: no default dependencies (which would order it after
 # sysinit/basic, and so after the network could be up), before
@@ -81,11 +88,22 @@ assert unit["DefaultDependencies"] == ["no"], unit
 assert {"network-pre.target", "kubelet.service"} <= set(unit["Before"]), unit["Before"]
 assert "network-pre.target" in unit["Wants"], unit
 assert not {"network.target", "network-online.target", "kubelet.service"} & set(unit.get("After", [])), unit
-assert unit["ConditionPathExists"] == ["/etc/skewgate/redirect.nft"]
+# After the services that may flush the ruleset as they start.
+assert {"nftables.service", "firewalld.service"} <= set(unit["After"]), unit["After"]
+# Nothing that could skip it (a condition: fail open), nor tie the kubelet
+# to it (Requires, BindsTo, RequiredBy...: a failure would stop or hold the
+# kubelet, which on a master runs etcd and the API server).
+assert set(unit) <= {"Description", "DefaultDependencies", "After", "Wants", "Before", "Conflicts"}, set(unit)
+assert unit["Conflicts"] == ["shutdown.target"], unit
+assert inst == {"WantedBy": ["multi-user.target"]}, inst
 assert svc["Type"] == ["oneshot"] and svc["RemainAfterExit"] == ["yes"]
-assert svc["ExecStart"] == ["/usr/sbin/nft", "-f", "/etc/skewgate/redirect.nft"], svc["ExecStart"]
-assert not {"ExecStop", "ExecStopPost", "ExecReload"} & set(svc), svc   # stopping never opens the MCS
-assert inst["WantedBy"] == ["multi-user.target"], inst
+# The gate's file, its failure ignored ("-"), then the check and fallback.
+load, fallback = lines[("Service", "ExecStart")]
+assert load == "-/usr/sbin/nft -f /etc/skewgate/redirect.nft", load
+assert fallback.startswith("/bin/sh -c '") and fallback.endswith("'") and fallback.count("'") == 2, fallback
+assert not set("$%\\") & set(fallback), fallback      # systemd passes it as written
+assert "add table inet skewgate; delete table inet skewgate; add table inet skewgate {" in fallback, fallback
+assert set(svc) == {"Type", "RemainAfterExit", "ExecStart"}, set(svc)   # no stop action: stopping never opens the MCS
 PY
 cp "$TMP/unit.service" "$TMP/skewgate-redirect-boot.service"
 systemd-analyze verify "$TMP/skewgate-redirect-boot.service" 2>"$TMP/verify.err" ||

@@ -2,8 +2,10 @@
 # Fail closed across a control-plane reboot (components/fail-closed-at-boot),
 # in two network namespaces joined by a veth pair as in t_redirect_netns.sh:
 # "master" boots with the MCS stand-in on 22623 (TLS) and 22624 (plain) on
-# all addresses and no gate; "boot" is the unit's ExecStart run there on
-# the very file the MachineConfig carries (from the rendered manifest).
+# all addresses and no gate; "boot" is the unit's ExecStart= commands run
+# there as systemd runs them (unit_exec.py) on the very file the
+# MachineConfig carries (from the rendered manifest), which loads it and
+# not the unit's fallback (the fallback's cases: t_boot_fail_closed_netns.sh).
 # Then the node's connections to 22623/22624 are refused, the MCS sees none
 # of them, and Ignition retries; once the gate runs, the same Ignition gets
 # its config through the gate, which reaches the MCS over loopback. The
@@ -37,9 +39,14 @@ else
 fi
 python3 "$ROOT/tests/integration/mc_extract.py" "$manifest" unit skewgate-redirect-boot.service >"$TMP/boot.service"
 python3 "$ROOT/tests/integration/mc_extract.py" "$manifest" file /etc/skewgate/redirect.nft >"$TMP/redirect.nft"
-exec_start=$(sed -n 's/^ExecStart=//p' "$TMP/boot.service")
-[ "$exec_start" = "/usr/sbin/nft -f /etc/skewgate/redirect.nft" ] || fail "the unit's ExecStart: $exec_start"
-boot_cmd=${exec_start//\/etc\/skewgate\/redirect.nft/$TMP/redirect.nft}
+# boot: the unit's ExecStart= commands in the master namespace as systemd
+# runs them (unit_exec.py), on $TMP/redirect.nft; the journal in boot.err.
+boot() {
+  python3 "$ROOT/tests/integration/unit_exec.py" "$TMP/boot.service" "/etc/skewgate/redirect.nft=$TMP/redirect.nft" -- \
+    ip netns exec "$master" 2>"$TMP/boot.err" || fail "the unit would fail: $(cat "$TMP/boot.err")"
+  ! grep -q "^skewgate-redirect-boot: .*built-in fallback" "$TMP/boot.err" ||
+    fail "the unit loaded its fallback over the shipped file: $(cat "$TMP/boot.err")"
+}
 
 master=sg-bmaster-$$-$RANDOM
 node=sg-bnode-$$-$RANDOM
@@ -60,13 +67,11 @@ ip -n "$node" link set sg1 up
 note "master $master ($MASTER_IP), node $node ($NODE_IP)"
 
 note "boot: the unit loads the table before anything listens"
-# shellcheck disable=SC2086  # the unit's command line, word-split as systemd does here
-in_master $boot_cmd || fail "the unit's command failed: $boot_cmd"
+boot
 in_master nft list table inet skewgate >"$TMP/booted.nft"
 grep -qF 'iifname != "lo" tcp dport 22623 redirect to :22643' "$TMP/booted.nft" || fail "booted: $(cat "$TMP/booted.nft")"
 # Run again (a restarted unit): the same table, once.
-# shellcheck disable=SC2086
-in_master $boot_cmd || fail "the unit's command failed the second time"
+boot
 [ "$(in_master nft list table inet skewgate)" = "$(cat "$TMP/booted.nft")" ] || fail "a second load changed the table"
 
 # Then the MCS comes up (on a real master, the kubelet starts it), on all addresses.
