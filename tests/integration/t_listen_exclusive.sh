@@ -8,7 +8,8 @@
 # case the issue hit). Its own workers still share the port, a SIGHUP that
 # keeps its listeners (or flips one to TLS on the same address) reloads,
 # one that adds an address someone else holds is refused naming it, and
-# a gate started after the first one has stopped starts.
+# a gate started after the first one has stopped starts; so does one
+# started while the first drains (SIGTERM closes the listeners at once).
 . "$(dirname "$0")/lib.sh"
 
 certs
@@ -145,4 +146,35 @@ GATE_LOG="$TMP/b2.err"
 wait_until 10 grep -q '"event":"started"' "$GATE_LOG" || fail "gate B did not start after A stopped: $(cat "$GATE_LOG")"
 got=$(codes "http://$A/config/worker" 3)
 [ "$got" = "403:3" ] || fail "gate B does not answer on $A: $got"
+gate_stop
+
+note "drain: SIGTERM closes the listeners at once, so a gate started while the old one drains starts"
+printf '{"ignition":{"version":"3.4.0"}}' >"$TMP/ign.json"
+start_bad file --file "$TMP/ign.json" --release-file "$TMP/release"
+T=$(free_port)
+MCS_PORT=$BAD_PORT conf "$TMP/c.yaml" "$admit" 2 "$(plain "127.0.0.1:$T")"
+"$SKEWGATE_BIN" run -c "$TMP/c.yaml" 2>"$TMP/c.err" &
+C=$!
+PIDS+=($C)
+wait_until 10 grep -q '"event":"started"' "$TMP/c.err" || fail "gate C did not start: $(cat "$TMP/c.err")"
+curl -s -o /dev/null -w '%{http_code}' --max-time 30 "http://127.0.0.1:$T/config/worker" >"$TMP/inflight" &
+INFLIGHT=$!
+upstream_has_it() { [ "$(wc -l <"$TMP/bad.count" 2>/dev/null || echo 0)" -ge 1 ]; }
+wait_until 10 upstream_has_it || fail "the request did not reach the upstream"
+kill -TERM "$C"
+port_closed() { ! (exec 3<>"/dev/tcp/127.0.0.1/$T") 2>/dev/null; }
+wait_until 10 port_closed || fail "gate C still listens after SIGTERM"
+kill -0 "$C" 2>/dev/null || fail "gate C is not draining (it exited with its response in flight)"
+conf "$TMP/d.yaml" "$skew" 1 "$(plain "127.0.0.1:$T")"
+"$SKEWGATE_BIN" run -c "$TMP/d.yaml" 2>"$TMP/d.err" &
+GATE_PID=$!
+PIDS+=($GATE_PID)
+GATE_LOG="$TMP/d.err"
+wait_until 10 grep -q '"event":"started"' "$GATE_LOG" || fail "gate D did not start beside the draining C: $(cat "$GATE_LOG")"
+got=$(codes "http://127.0.0.1:$T/config/worker" 3)
+[ "$got" = "403:3" ] || fail "gate D does not answer on 127.0.0.1:$T: $got"
+: >"$TMP/release"
+wait "$INFLIGHT" || true
+[ "$(cat "$TMP/inflight")" = 200 ] || fail "C's response in flight was not finished by its drain: $(cat "$TMP/inflight")"
+wait_until 20 proc_gone "$C" || fail "gate C did not exit after its drain"
 echo PASS
