@@ -32,11 +32,15 @@ static void run_usage(FILE *out)
             "Starts the gate: listeners, upstream pool, verdict source, workers.\n"
             "  -c, --config FILE   configuration (see conf/skewgate.yaml)\n"
             "\n"
+            "Refuses to start (exit 1, naming listeners[N] ADDR) when another process\n"
+            "listens on one of its listener addresses; its own workers share each port.\n"
+            "\n"
             "Signals: SIGHUP reloads the whole configuration and the TLS certificates\n"
-            "without dropping connections (one that fails 'check --files' is refused and\n"
-            "the running one keeps serving; GET /config on the admin listener tells);\n"
-            "SIGTERM or SIGINT stop accepting and drain in-flight responses up to\n"
-            "limits.drain_timeout.\n");
+            "without dropping connections (one that fails 'check --files', or adds a\n"
+            "listener address another process listens on, is refused and the running\n"
+            "one keeps serving; GET /config on the admin listener tells);\n"
+            "SIGTERM or SIGINT stop accepting (the listeners close at once, so a new\n"
+            "gate can start) and drain in-flight responses up to limits.drain_timeout.\n");
 }
 
 static void gate_publish(gate_snapshot_t *snap, void *arg)
