@@ -32,11 +32,15 @@ static void run_usage(FILE *out)
             "Starts the gate: listeners, upstream pool, verdict source, workers.\n"
             "  -c, --config FILE   configuration (see conf/skewgate.yaml)\n"
             "\n"
+            "Refuses to start (exit 1, naming listeners[N] ADDR) when another process\n"
+            "listens on one of its listener addresses; its own workers share each port.\n"
+            "\n"
             "Signals: SIGHUP reloads the whole configuration and the TLS certificates\n"
-            "without dropping connections (one that fails 'check --files' is refused and\n"
-            "the running one keeps serving; GET /config on the admin listener tells);\n"
-            "SIGTERM or SIGINT stop accepting and drain in-flight responses up to\n"
-            "limits.drain_timeout.\n");
+            "without dropping connections (one that fails 'check --files', or adds a\n"
+            "listener address another process listens on, is refused and the running\n"
+            "one keeps serving; GET /config on the admin listener tells);\n"
+            "SIGTERM or SIGINT stop accepting (the listeners close at once, so a new\n"
+            "gate can start) and drain in-flight responses up to limits.drain_timeout.\n");
 }
 
 static void gate_publish(gate_snapshot_t *snap, void *arg)
@@ -105,7 +109,25 @@ static void gate_on_reload(evutil_socket_t sig, short what, void *arg)
 }
 
 /* Every listener gets one SO_REUSEPORT socket per worker, so the kernel
- * spreads connections and no thread hands one to another. */
+ * spreads connections and no thread hands one to another. SO_REUSEPORT
+ * would as well let a second gate (or any process of the same uid that
+ * sets it) bind beside a running one and take part of its traffic, so
+ * each address is first probed without SO_REUSEPORT
+ * (socket_probe_unshared): anything listening there, with SO_REUSEPORT or
+ * without, refuses the start, naming the listener, before anything else
+ * has started (only the TLS contexts were read before, which starts
+ * nothing; the source, the admin listener and the workers come after).
+ * Port 0 is not probed: the kernel picks a port no one listens on.
+ *
+ * The window between the probe's close and the first real bind is
+ * microseconds. Whatever binds there without SO_REUSEPORT, or under
+ * another uid, still makes that bind fail (EADDRINUSE, refused the same
+ * way); only a process of the same uid binding with SO_REUSEPORT in that
+ * instant would share the port unnoticed, i.e. two gates started at the
+ * same moment on one host, which one systemd unit per host does not do.
+ * Once the first socket is bound, every later probe (another gate's
+ * start) fails. Closing the window would mean binding the first socket
+ * without SO_REUSEPORT, and then no worker's socket could join it. */
 static int gate_open_listeners(gate_t *g, char *err, size_t errlen)
 {
     size_t nl = g->cfg->n_listeners;
@@ -118,11 +140,17 @@ static int gate_open_listeners(gate_t *g, char *err, size_t errlen)
         config_listener_t *lc = &g->cfg->listeners[l];
         struct sockaddr_storage ss = lc->addr.ss;
         g->listener_ids[l] = g->next_listener_id++;
+        char why[256];
+        /* Validation refuses overlapping listeners in one file, so none of
+         * the gate's own sockets opened so far can fail this probe. */
+        if (!socket_addr_port_zero(&ss) && socket_probe_unshared(&ss, lc->addr.len, why, sizeof why) < 0) {
+            snprintf(err, errlen, "listeners[%zu] %s: %s", l, lc->addr.text, why);
+            return -1;
+        }
         for (unsigned w = 0; w < g->n_workers; w++) {
-            char why[256];
             int fd = socket_listen(&ss, lc->addr.len, why, sizeof why);
             if (fd < 0) {
-                snprintf(err, errlen, "listener %s: %s", lc->addr.text, why);
+                snprintf(err, errlen, "listeners[%zu] %s: %s", l, lc->addr.text, why);
                 return -1;
             }
             g->listen_fds[w * nl + l] = fd;

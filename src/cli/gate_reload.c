@@ -115,7 +115,13 @@ static int plan_messages(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 
 /* A listener with the address and TLS-ness of a running one keeps that
  * one's id (the workers keep its sockets); any other is opened now, one
- * SO_REUSEPORT socket per worker. */
+ * SO_REUSEPORT socket per worker, once its address has passed the probe
+ * that refuses to share it with another process (socket_probe_unshared,
+ * as at start: a reload must not join a port some other listener holds).
+ * An address that overlaps a running listener's (the same address with
+ * TLS turned on or off, or the wildcard of a running one's port) is not
+ * probed: the gate's own sockets hold it, and the probe could not tell
+ * them from another's. */
 static int plan_listeners(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
 {
     bool taken[CONFIG_MAX_LISTENERS] = {false};
@@ -132,11 +138,18 @@ static int plan_listeners(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
         p->ids[l] = g->next_listener_id++;
         p->opened[l] = true;
         p->bound[l] = lc->addr.ss;
+        char why[256];
+        bool ours = socket_addr_port_zero(&p->bound[l]);
+        for (size_t r = 0; !ours && r < g->cfg->n_listeners; r++)
+            ours = socket_addr_overlap(&g->cfg->listeners[r].addr.ss, &p->bound[l]);
+        if (!ours && socket_probe_unshared(&p->bound[l], lc->addr.len, why, sizeof why) < 0) {
+            snprintf(err, errlen, "listeners[%zu] %s: %s", l, lc->addr.text, why);
+            return -1;
+        }
         for (unsigned w = 0; w < g->n_workers; w++) {
-            char why[256];
             int fd = socket_listen(&p->bound[l], lc->addr.len, why, sizeof why);
             if (fd < 0) {
-                snprintf(err, errlen, "listener %s: %s", lc->addr.text, why);
+                snprintf(err, errlen, "listeners[%zu] %s: %s", l, lc->addr.text, why);
                 return -1;
             }
             p->msgs[w]->listeners[l].fd = fd;
