@@ -86,10 +86,16 @@ json_t *pace_json(const pace_stats_t *st, const pace_waiter_t *w, size_t n, uint
                              (json_int_t)st->max_joining, "maxPendingCsrs", (json_int_t)st->max_pending_csrs,
                              "replicas", (json_int_t)st->replicas, "csrCeiling", st->ceiling, "joinedTotal",
                              (json_int_t)st->joined_total);
-    if (!p || !more || json_object_update(p, more) < 0) {
+    /* cluster-machine-approver's limit and what is left under it (its
+     * count is pendingCsrs): negative while it approves nothing. */
+    json_t *limit = json_pack("{s:I, s:I, s:b}", "approverLimit", (json_int_t)st->approver_limit,
+                              "approverHeadroom", (json_int_t)st->approver_limit - (json_int_t)st->pending_csrs,
+                              "machinesCounted", st->machines_counted);
+    if (!p || !more || !limit || json_object_update(p, more) < 0 || json_object_update(p, limit) < 0) {
         json_decref(p);
         p = NULL;
     }
     json_decref(more);
+    json_decref(limit);
     return p;
 }

@@ -7,10 +7,6 @@
 
 const unsigned PACE_JOIN_BUCKETS_S[PACE_JOIN_BUCKETS] = {30, 60, 120, 300, 600, 900, 1200, 1800, 3600};
 
-/* The approver's window (cluster-machine-approver's maxPendingDelta): it
- * counts the CSRs pending that were created within the last hour. */
-#define PACE_CSR_WINDOW_MS (3600 * 1000)
-
 /* ---- the table and the lists ------------------------------------------ */
 
 int pace_room_init(pace_room_t *r, uint32_t max_nodes)
@@ -181,12 +177,12 @@ static uint32_t pace_csrs_within(const pace_room_t *r, uint64_t window_ms, uint6
     return (uint32_t)pace_view_after(v->csr_created, v->n_csrs, pace_since(now_ms, window_ms));
 }
 
-/* The CSR ceiling holds: the approver is near the count past which it
- * approves nothing, so no node is added to the pending ones. Only a
- * trusted view can say so. */
+/* The CSR ceiling holds: the node CSRs cluster-machine-approver counts
+ * (pace_view_approver_count) are near the count past which it approves
+ * nothing, so no node is added to them. Only a trusted view can say so. */
 static bool pace_ceiling(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
-    return pace_trusted(r) && pace_csrs_within(r, PACE_CSR_WINDOW_MS, now_ms) >= cfg->max_pending_csrs;
+    return pace_trusted(r) && pace_view_approver_count(r->view, (int64_t)now_ms) >= cfg->max_pending_csrs;
 }
 
 /* The budget used, as the counting mode counts it: V + replicas x O with
@@ -391,7 +387,9 @@ size_t pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, pa
     memcpy(stats->join_buckets, r->join_buckets, sizeof stats->join_buckets);
     /* An untrusted view's counts are not shown: they are not counted. */
     if (stats->api) {
-        stats->pending_csrs = pace_csrs_within(r, PACE_CSR_WINDOW_MS, now_ms);
+        stats->pending_csrs = (uint32_t)pace_view_approver_count(r->view, (int64_t)now_ms);
+        stats->approver_limit = (uint32_t)pace_view_approver_limit(r->view);
+        stats->machines_counted = r->view->n_machines >= 0;
         stats->young_csrs = pace_csrs_within(r, cfg->join_timeout_ms, now_ms);
         stats->young_not_ready = pace_young_not_ready(r, cfg, now_ms);
     } else if (r->view) {
