@@ -19,9 +19,12 @@ json_t *held_json(const held_view_t *v, uint64_t now_ms);
 /* The pacing line (pace.enabled): {joining, waiting, admittedTotal,
  * joinTimeouts, line: [{address, pool, place, waitedSeconds, quietSeconds,
  * present}], counting ("api" | "join_timeout"), why (only when
- * join_timeout), pendingCsrs (the last hour), youngPendingCsrs,
- * youngNotReadyNodes (within join_timeout), unseenAdmissions, budgetUsed,
- * maxJoining, maxPendingCsrs, replicas, csrCeiling, joinedTotal}, place
+ * join_timeout), pendingCsrs (the node CSRs cluster-machine-approver
+ * counts), youngPendingCsrs, youngNotReadyNodes (within join_timeout),
+ * unseenAdmissions, budgetUsed, maxJoining, maxPendingCsrs, replicas,
+ * csrCeiling, joinedTotal, approverLimit (max(Machines, Nodes) + 100),
+ * approverHeadroom (approverLimit - pendingCsrs, may be negative),
+ * machinesCounted}, place
  * from 1 in line order; now_ms on the room's clock (monotonic). NULL when
  * out of memory. */
 json_t *pace_json(const pace_stats_t *st, const pace_waiter_t *w, size_t n, uint64_t now_ms);
