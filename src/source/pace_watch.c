@@ -248,7 +248,7 @@ static pace_view_t *build_view(pace_watch_t *w)
     else if (!v->trusted)
         snprintf(v->why, sizeof v->why, "the Nodes and CSRs watch has not listed them yet since it started");
     /* Creation times move to the room's clock once, here. */
-    int64_t to_mono = (int64_t)clock_coarse_ms() - wall_ms();
+    int64_t mono = (int64_t)clock_coarse_ms(), to_mono = mono - wall_ms();
     const json_t *nodes = w->colls[COLL_NODES].records, *csrs = w->colls[COLL_CSRS].records;
     v->not_ready_created = malloc((json_object_size(nodes) + 1) * sizeof *v->not_ready_created);
     size_t n_csrs = json_object_size(csrs) + 1;
@@ -289,7 +289,10 @@ static pace_view_t *build_view(pace_watch_t *w)
         if (bytes[0] & CSR_APPROVED_OTHER) {
             int64_t at;
             memcpy(&at, bytes + CSR_HEAD, sizeof at);
-            v->approved_other[v->n_approved_other++] = (pace_view_approved_t){t, at + to_mono};
+            /* Approved 30 s ago or more: never counted again (the room
+             * reads these one by one, on every paced request). */
+            if (at + to_mono > mono - PACE_APPROVER_APPROVED_MS)
+                v->approved_other[v->n_approved_other++] = (pace_view_approved_t){t, at + to_mono};
         }
     }
     v->nodes = addrset_build(&b);
