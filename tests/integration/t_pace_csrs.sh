@@ -9,7 +9,9 @@
 # group, a client CSR of another user, one the approver approved itself,
 # one another approved 40 s ago, one created 2 h ago, one created 20 s
 # ahead. approverLimit is Nodes + 100; at pace.max_pending_csrs 7 the
-# ceiling holds and a node asking is paced. /metrics passes promtool.
+# ceiling holds and a node asking is paced. /metrics passes promtool. Then
+# a gate with admission.machines counts its Machines in the limit
+# (max(Machines, Nodes) + 100), and follows a Machine added.
 . "$(dirname "$0")/lib_kube.sh"
 
 certs
@@ -84,4 +86,31 @@ grep -qx 'skewgate_pace_approver_limit 102' <<<"$metrics" || die "skewgate_pace_
 # 7, or 6 once the approval of 20 s ago has lapsed.
 grep -Eqx 'skewgate_pace_approver_pending_csrs [67]' <<<"$metrics" || die "skewgate_pace_approver_pending_csrs: $(grep pace_ <<<"$metrics")"
 promtool check metrics <<<"$metrics" || die "promtool refuses /metrics"
+gate_stop_checked
+
+note "with admission.machines the limit counts its Machines: max(5 Machines, 2 Nodes) + 100, then a 6th"
+NS=openshift-machine-api
+machine_line() {  # NAME IP
+  printf '{"fault":"set_resource","resource":"machines.machine.openshift.io","object":{"metadata":{"name":"%s","namespace":"%s"},"status":{"addresses":[{"type":"InternalIP","address":"%s"}]}}}\n' "$1" "$NS" "$2"
+}
+for i in 1 2 3 4 5; do machine_line "m-$i" "127.3.1.$i"; done | fa_ctl_many
+GATE_ENFORCEMENT="  source: kubernetes
+  kubernetes:
+    server: $FA_URL
+    ca_file: $FA_DIR/pki/ca.crt
+    token_file: $GATE_TOKEN" gate_config "$TMP/gate-machines.yaml" hold unused "pace:
+  enabled: true
+  max_joining: 10
+  join_timeout: 10m
+  max_pending_csrs: 7
+admission:
+  machines:
+    enabled: true
+    namespace: $NS"
+gate_start "$TMP/gate-machines.yaml"
+wait_until 20 pace_is 'p["counting"] == "api" and p["machinesCounted"] and p["approverLimit"] == 105' ||
+  die "the Machines are not counted: $(pace_show)"
+machine_line m-6 127.3.1.6 | fa_ctl_many
+wait_until 10 pace_is 'p["approverLimit"] == 106' || die "a Machine added is not counted: $(pace_show)"
+gate_stop_checked
 echo PASS
