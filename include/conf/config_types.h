@@ -226,9 +226,11 @@ typedef struct config_pace {
     uint64_t head_hold_ms;      /* default 15s: a node of the line not seen for this long keeps
                                    no free slot from those behind it */
     uint32_t per_minute;        /* default 0 (off): at most this many admitted in any minute */
-    /* default 90: no node is admitted while this many kubelet client CSRs
-     * created within the last hour are pending (the approver stops at
-     * Machines + 100; 90 leaves room for the nodes already joining) */
+    /* default 90: no node is admitted while cluster-machine-approver
+     * counts this many node CSRs (client and serving of the last hour,
+     * unapproved, Denied and Failed included, or approved by another
+     * within 30 s: core/pace_view.h); it stops past max(Machines, Nodes)
+     * + 100, and 90 leaves room for the nodes already joining */
     uint32_t max_pending_csrs;
     uint32_t replicas;          /* default 1: gates sharing the cluster's max_joining */
 } config_pace_t;

@@ -44,17 +44,23 @@
  * memory:
  *   used = V + replicas x O, a node admitted when V + replicas x (O+1)
  *   <= max_joining, where
- *   V = Nodes not Ready created within join_timeout + pending kubelet
- *       client CSRs created within join_timeout (every replica's
+ *   V = Nodes not Ready created within join_timeout + pending node-
+ *       bootstrapper client CSRs (no Approved, Denied or Failed
+ *       condition) created within join_timeout (every replica's
  *       admissions, once the API shows them), and
  *   O = this gate's joining nodes no Node born for them shows yet (its
  *       own admissions the API does not show; each replica counts its own
  *       replicas times, so the sum over replicas stays within the budget
  *       when their views agree: docs/pacing.md).
- * While the node CSRs the approver counts reach pace.max_pending_csrs,
- * nobody new is admitted. Without a trusted view (no watch, not listed
- * yet, a collection failing) the room cannot see: used = replicas x its
- * joining nodes, and a slot frees at join_timeout only. */
+ * While the node CSRs cluster-machine-approver counts reach
+ * pace.max_pending_csrs, nobody new is admitted: both kinds (node-
+ * bootstrapper client CSRs, serving CSRs of group system:nodes) created
+ * within (now - 1 h, now + 10 s) without an Approved condition, Denied
+ * and Failed included, and those another controller approved within
+ * 30 s (core/pace_view.h, pace_view_approver_count). Without a trusted view
+ * (no watch, not listed yet, a collection failing) the room cannot see:
+ * used = replicas x its joining nodes, and a slot frees at join_timeout
+ * only. */
 #ifndef SKEWGATE_PACE_H
 #define SKEWGATE_PACE_H
 
@@ -192,8 +198,10 @@ typedef struct pace_stats {
     bool api;
     char why[PACE_VIEW_WHY_LEN];
     uint32_t young_not_ready;       /* Nodes not Ready created within join_timeout */
-    uint32_t young_csrs;            /* pending kubelet client CSRs created within join_timeout */
-    uint32_t pending_csrs;          /* the node CSRs the approver counts now */
+    uint32_t young_csrs;            /* pending bootstrapper client CSRs created within join_timeout */
+    uint32_t pending_csrs;          /* the node CSRs the approver counts now (pace_view_approver_count) */
+    uint32_t approver_limit;        /* past which it approves nothing: max(Machines, Nodes) + 100 */
+    bool machines_counted;          /* the limit counted Machines (admission.machines watches them) */
     uint32_t unseen;                /* O: joining nodes no Node born for them shows yet */
     uint64_t used;                  /* of max_joining, as the counting mode counts it */
     uint32_t free;                  /* slots free now (budget and per_minute) */

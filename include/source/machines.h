@@ -87,6 +87,10 @@ void machines_watch_health(const machines_watch_t *m, machines_health_t *out);
 /* Ready: every collection listed since the watch started (a reload that
  * builds it again starts it). When not, *why says so. */
 bool machines_watch_ready(const machines_watch_t *m, const char **why);
+/* The Machines it keeps (machine.openshift.io, and cluster.x-k8s.io when
+ * configured, as cluster-machine-approver sums them), or -1 until every
+ * collection has been listed since the start. */
+int64_t machines_watch_machine_count(const machines_watch_t *m);
 
 /* The RBAC rules cfg needs of the API server (the verdict source's,
  * admission.machines', and pace's Nodes and CSRs with the kubernetes

@@ -3,13 +3,20 @@
  * the API client settings of enforcement.kubernetes (as machines.h):
  *   Nodes (/api/v1/nodes): each one's InternalIP/ExternalIP addresses,
  *     whether its Ready condition is True, its creationTimestamp;
- *   CSRs (/apis/certificates.k8s.io/v1/certificatesigningrequests): of
- *     those whose spec.signerName is kubernetes.io/kube-apiserver-client-
- *     kubelet (a new node's kubelet asking for its client certificate)
- *     and that no Approved, Denied or Failed condition has ended, the
- *     creationTimestamp.
- * A Node is kept as about 25 bytes plus 16 an address, a CSR as 8 (the
- * objects are 5-20 KiB and 1-2 KiB). After every change (coalesced to one
+ *   CSRs (/apis/certificates.k8s.io/v1/certificatesigningrequests): the
+ *     node CSRs, as cluster-machine-approver tells them (its
+ *     pendingNodeCertFilter): client CSRs (signer kubernetes.io/kube-
+ *     apiserver-client-kubelet) whose spec.username is the node-
+ *     bootstrapper's, and serving CSRs (kubernetes.io/kubelet-serving)
+ *     with group system:nodes; of each, its creationTimestamp, whether it
+ *     has an Approved condition (Denied and Failed are not approvals: the
+ *     approver still counts those), when that approval came and whether
+ *     it was the approver's own; and whether it is a client CSR still
+ *     pending (no Approved, Denied or Failed condition), a new node
+ *     whose Node does not exist yet. The CSRs the approver never counts
+ *     (approved by itself, or long since) are not kept.
+ * A Node is kept as about 25 bytes plus 16 an address, a CSR as 9 or 17
+ * (the objects are 5-20 KiB and 1-2 KiB). After every change (coalesced to one
  * rebuild a loop turn), every list and every failure it builds an
  * immutable pace_view_t (core/pace_view.h) and hands it to its owner
  * through the callback it was made with: the owner (cli/gate.c) gives it
@@ -47,6 +54,9 @@ pace_watch_t *pace_watch_new(struct event_base *base, config_t *cfg, pace_publis
  * settings are unusable. */
 int pace_watch_start(pace_watch_t *w, char *err, size_t errlen);
 void pace_watch_free(pace_watch_t *w);
+/* A new view on the loop's next turn, though nothing it watches changed:
+ * what its owner adds to the view (the Machines count) did. */
+void pace_watch_refresh(pace_watch_t *w);
 /* As machines_watch_outdated: 1 with why when cfg talks to the API
  * another way, 0 when the watch can stay, -1 with why when the CA file
  * cannot be read. */
@@ -64,13 +74,29 @@ typedef struct pace_node_record {
 } pace_node_record_t;
 int pace_watch_read_node(const json_t *object, pace_node_record_t *out, char *err, size_t errlen);
 
-/* Of a CSR: its name, whether it counts (a kubelet client CSR not yet
- * approved, denied or failed) and its creationTimestamp in wall ms (0:
- * none). 0, or -1 with err (no name). Pure. */
+/* Of a CSR: its name, its creationTimestamp in wall ms (0: none), and
+ * what cluster-machine-approver's count needs (csr_check.go,
+ * controller.go's pendingNodeCertFilter):
+ *   node_csr: a client CSR (signer kube-apiserver-client-kubelet) of
+ *     user system:serviceaccount:openshift-machine-config-operator:node-
+ *     bootstrapper, or a serving CSR (kubelet-serving) with group
+ *     system:nodes: the kinds it counts;
+ *   approved: it has a condition of type Approved (whatever its status:
+ *     as isApproved), then approved_ms its lastTransitionTime (wall ms,
+ *     0: none or unreadable) and by_approver whether its message is the
+ *     approver's own;
+ *   pending_client: a node-bootstrapper client CSR without an Approved,
+ *     Denied or Failed condition (a node that has no Node yet: pacing's
+ *     V).
+ * 0, or -1 with err (no name). Pure. */
 typedef struct pace_csr_record {
     const char *name;           /* borrowed from the object */
-    bool pending_kubelet;
     int64_t created_ms;
+    bool node_csr;
+    bool approved;
+    int64_t approved_ms;
+    bool by_approver;
+    bool pending_client;
 } pace_csr_record_t;
 int pace_watch_read_csr(const json_t *object, pace_csr_record_t *out, char *err, size_t errlen);
 

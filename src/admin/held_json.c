@@ -226,11 +226,18 @@ static json_t *pace_stats_json(const pace_stats_t *st, const pace_clocks_t *c)
                              (json_int_t)st->max_joining, "maxPendingCsrs", (json_int_t)st->max_pending_csrs,
                              "replicas", (json_int_t)st->replicas, "csrCeiling", st->ceiling, "joinedTotal",
                              (json_int_t)st->joined_total);
-    json_t *counted = st->api ? json_pack("{s:I, s:I, s:I}", "pendingCsrs", (json_int_t)st->pending_csrs,
-                                          "youngPendingCsrs", (json_int_t)st->young_csrs, "youngNotReadyNodes",
-                                          (json_int_t)st->young_not_ready)
-                              : json_pack("{s:n, s:n, s:n}", "pendingCsrs", "youngPendingCsrs",
-                                          "youngNotReadyNodes");
+    /* The CSR counts, and cluster-machine-approver's limit with what is
+     * left under it (negative while it approves nothing), only when
+     * counted. */
+    json_t *counted = st->api ? json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}", "pendingCsrs",
+                                          (json_int_t)st->pending_csrs, "youngPendingCsrs", (json_int_t)st->young_csrs,
+                                          "youngNotReadyNodes", (json_int_t)st->young_not_ready, "approverLimit",
+                                          (json_int_t)st->approver_limit, "approverHeadroom",
+                                          (json_int_t)st->approver_limit - (json_int_t)st->pending_csrs,
+                                          "machinesCounted", st->machines_counted)
+                              : json_pack("{s:n, s:n, s:n, s:n, s:n, s:b}", "pendingCsrs", "youngPendingCsrs",
+                                          "youngNotReadyNodes", "approverLimit", "approverHeadroom",
+                                          "machinesCounted", 0);
     json_t *paced = json_object();
     for (int k = PACE_ADMITTED + 1; paced && k < PACE_CAUSES; k++)
         json_object_set_new(paced, pace_cause_name((pace_cause_t)k), json_integer((json_int_t)st->paced_total[k]));

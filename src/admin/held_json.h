@@ -28,8 +28,11 @@ typedef struct pace_clocks {
  * admittedTotal, joinTimeouts, unrecordedTotal, evictedTotal,
  * forgottenTotal, freeSlots, roomFull, counting ("api" | "join_timeout"),
  * why (only when join_timeout), unseenAdmissions, budgetUsed, maxJoining,
- * maxPendingCsrs, replicas, csrCeiling, joinedTotal, pendingCsrs,
- * youngPendingCsrs, youngNotReadyNodes (null unless counted by the API),
+ * maxPendingCsrs, replicas, csrCeiling, joinedTotal, pendingCsrs (the
+ * node CSRs cluster-machine-approver counts), youngPendingCsrs,
+ * youngNotReadyNodes, approverLimit (max(Machines, Nodes) + 100),
+ * approverHeadroom (approverLimit - pendingCsrs, may be negative): null
+ * unless counted by the API, machinesCounted,
  * pacedTotal: {cause: n}, headEarliestAdmission (RFC 3339 or null),
  * line: [{address, pool, place, waitedSeconds, quietSeconds, present,
  * firstPaced}] (every waiting node, place from 1 in line order),

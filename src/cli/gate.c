@@ -32,6 +32,9 @@ void gate_publish_addrset(addrset_t *set, void *arg)
     for (unsigned i = 0; i < g->n_workers; i++)
         worker_publish_addrset(&g->workers[i], addrset_ref(set));
     addrset_unref(set);
+    /* The Machines may have changed: the pace view counts them. */
+    if (g->pace_watch)
+        pace_watch_refresh(g->pace_watch);
 }
 
 machines_watch_t *gate_new_machines(gate_t *g, config_t *cfg, char *err, size_t errlen)
@@ -54,6 +57,9 @@ machines_watch_t *gate_new_machines(gate_t *g, config_t *cfg, char *err, size_t 
 static void gate_publish_pace_view(pace_view_t *view, void *arg)
 {
     gate_t *g = arg;
+    /* The approver's limit counts the Machines: admission.machines'
+     * watch has them (none without it: not counted). */
+    view->n_machines = g->machines ? machines_watch_machine_count(g->machines) : -1;
     pace_room_set_view(&g->pace, view, clock_coarse_ms());
 }
 

@@ -44,6 +44,34 @@ const pace_view_addr_t *pace_view_newest(const pace_view_t *v, const addrset_key
     return newest;
 }
 
+/* Strictly between from and to, as Go's t.After(from) && t.Before(to). */
+static int in_span(int64_t t, int64_t from, int64_t to)
+{
+    return t > from && t < to;
+}
+
+size_t pace_view_approver_count(const pace_view_t *v, int64_t now_ms)
+{
+    int64_t from = now_ms - PACE_APPROVER_WINDOW_MS, to = now_ms + PACE_APPROVER_SKEW_MS;
+    /* Times are whole ms: t < to is t <= to - 1, so the ones at or after
+     * to are those after to - 1. */
+    size_t n = pace_view_after(v->approver_created, v->n_approver, from) -
+               pace_view_after(v->approver_created, v->n_approver, to - 1);
+    for (size_t i = 0; i < v->n_approved_other; i++) {
+        const pace_view_approved_t *a = &v->approved_other[i];
+        n += in_span(a->created, from, to) && in_span(a->approved_at, now_ms - PACE_APPROVER_APPROVED_MS, to);
+    }
+    return n;
+}
+
+size_t pace_view_approver_limit(const pace_view_t *v)
+{
+    size_t most = v->n_nodes;
+    if (v->n_machines >= 0 && (uint64_t)v->n_machines > most)
+        most = (size_t)v->n_machines;
+    return most + PACE_APPROVER_MARGIN;
+}
+
 void pace_view_free(pace_view_t *v)
 {
     if (!v)
@@ -51,5 +79,7 @@ void pace_view_free(pace_view_t *v)
     free(v->addrs);
     free(v->not_ready_created);
     free(v->csr_created);
+    free(v->approver_created);
+    free(v->approved_other);
     free(v);
 }

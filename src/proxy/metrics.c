@@ -488,9 +488,19 @@ static void metrics_render_pace(FILE *f, const pace_stats_t *p)
     metrics_render_value(f, "skewgate_pace_api_view", "gauge",
                          "1 when pacing counts by the API's Nodes and CSRs, 0 when by join_timeout alone.", p->api);
     metrics_render_value(f, "skewgate_pace_pending_csrs", "gauge",
-                         "Pending kubelet client CSRs created within the last hour (pace.max_pending_csrs: "
-                         "nobody is admitted at it); 0 without the API view.",
+                         "The node CSRs cluster-machine-approver counts (pace.max_pending_csrs: nobody is "
+                         "admitted at it); 0 without the API view.",
                          p->pending_csrs);
+    if (p->api) {
+        metrics_render_value(f, "skewgate_pace_approver_pending_csrs", "gauge",
+                             "Node CSRs cluster-machine-approver counts: client and serving, created within the "
+                             "hour, unapproved (Denied and Failed included) or approved by another within 30 s.",
+                             p->pending_csrs);
+        metrics_render_value(f, "skewgate_pace_approver_limit", "gauge",
+                             "max(Machines, Nodes) + 100: past this many counted node CSRs "
+                             "cluster-machine-approver approves none.",
+                             p->approver_limit);
+    }
     metrics_head(f, "skewgate_pace_join_seconds", "histogram",
                  "Seconds from a node's admission to its Node being Ready (only with the API view).");
     uint64_t cumulative = 0;

@@ -8,10 +8,6 @@
 
 const unsigned PACE_JOIN_BUCKETS_S[PACE_JOIN_BUCKETS] = {30, 60, 120, 300, 600, 900, 1200, 1800, 3600};
 
-/* The approver's window (cluster-machine-approver's maxPendingDelta): it
- * counts the CSRs pending that were created within the last hour. */
-#define PACE_CSR_WINDOW_MS (3600 * 1000)
-
 static const char *const PACE_CAUSE_NAMES[PACE_CAUSES] = {
     [PACE_ADMITTED] = "", [PACE_CEILING] = "ceiling", [PACE_BUDGET] = "budget",
     [PACE_RATE] = "rate", [PACE_TURN] = "turn",       [PACE_ROOM] = "room",
@@ -219,15 +215,16 @@ static uint32_t pace_csrs_within(const pace_room_t *r, uint64_t window_ms, uint6
     return (uint32_t)pace_view_after(v->csr_created, v->n_csrs, pace_since(now_ms, window_ms));
 }
 
-/* The node CSRs the approver counts now. */
+/* The node CSRs cluster-machine-approver counts now
+ * (pace_view_approver_count). */
 static uint32_t pace_pending_csrs(const pace_room_t *r, uint64_t now_ms)
 {
-    return pace_csrs_within(r, PACE_CSR_WINDOW_MS, now_ms);
+    return (uint32_t)pace_view_approver_count(r->view, (int64_t)now_ms);
 }
 
-/* The CSR ceiling holds: the approver is near the count past which it
- * approves nothing, so no node is added to the pending ones. Only a
- * trusted view can say so. */
+/* The CSR ceiling holds: the node CSRs the approver counts are near the
+ * count past which it approves nothing, so no node is added to them.
+ * Only a trusted view can say so. */
 static bool pace_ceiling(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
     return pace_trusted(r) && pace_pending_csrs(r, now_ms) >= cfg->max_pending_csrs;
@@ -500,6 +497,8 @@ int pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool 
     /* An untrusted view's counts are not shown: they are not counted. */
     if (st->api) {
         st->pending_csrs = pace_pending_csrs(r, now_ms);
+        st->approver_limit = (uint32_t)pace_view_approver_limit(r->view);
+        st->machines_counted = r->view->n_machines >= 0;
         st->young_csrs = pace_csrs_within(r, cfg->join_timeout_ms, now_ms);
         st->young_not_ready = pace_young_not_ready(r, cfg, now_ms);
     } else if (r->view) {

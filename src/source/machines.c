@@ -327,6 +327,16 @@ bool machines_watch_ready(const machines_watch_t *m, const char **why)
     return false;
 }
 
+int64_t machines_watch_machine_count(const machines_watch_t *m)
+{
+    if (!m->synced)
+        return -1;
+    int64_t n = 0;
+    for (size_t i = 0; i < m->n_colls; i++)
+        n += m->colls[i].is_node ? 0 : (int64_t)json_object_size(m->colls[i].table.records);
+    return n;
+}
+
 int machines_watch_outdated(const machines_watch_t *m, const config_t *cfg, char *why, size_t len)
 {
     if (!config_kube_same(&m->cfg->enforcement.kubernetes, &cfg->enforcement.kubernetes)) {

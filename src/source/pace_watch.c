@@ -12,14 +12,27 @@
 #include "source/kube/table.h"
 #include "source/pace_watch.h"
 
-/* The signer of a new node's first CSR (its kubelet's client
- * certificate), the one cluster-machine-approver counts. */
+/* The node CSRs cluster-machine-approver counts: a new node's kubelet
+ * asks first for its client certificate, as the node-bootstrapper, then
+ * (that one approved, its Node registered) for its serving certificate,
+ * as the node. The approver's own approvals carry its message. */
 #define KUBELET_CLIENT_SIGNER "kubernetes.io/kube-apiserver-client-kubelet"
+#define KUBELET_SERVING_SIGNER "kubernetes.io/kubelet-serving"
+#define NODE_BOOTSTRAPPER "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
+#define NODES_GROUP "system:nodes"
+#define APPROVER_MESSAGE "This CSR was approved by the Node CSR Approver (cluster-machine-approver)"
 
 /* A Node's record: one byte (Ready), its creation (int64 wall ms), then
- * 16 bytes an address; a pending kubelet CSR's: its creation only. Both
- * as binary jansson strings under the object's name. */
+ * 16 bytes an address. A CSR's: one byte of CSR_* flags, its creation,
+ * and with CSR_APPROVED_OTHER its approval (int64 wall ms). Both as
+ * binary jansson strings under the object's name. */
 #define NODE_HEAD (1 + sizeof(int64_t))
+#define CSR_HEAD (1 + sizeof(int64_t))
+enum {
+    CSR_UNAPPROVED = 1,         /* a node CSR without an Approved condition: the approver counts it */
+    CSR_PENDING_CLIENT = 2,     /* and a bootstrapper client CSR no condition has ended: in V */
+    CSR_APPROVED_OTHER = 4,     /* a node CSR another controller approved: counted 30 s after */
+};
 
 enum { COLL_NODES, COLL_CSRS, COLL__MAX };
 
@@ -71,6 +84,23 @@ int pace_watch_read_node(const json_t *object, pace_node_record_t *out, char *er
     return 0;
 }
 
+static bool has_string(const json_t *list, const char *want)
+{
+    size_t i;
+    const json_t *e;
+    json_array_foreach(list, i, e) {
+        const char *s = json_string_value(e);
+        if (s && !strcmp(s, want))
+            return true;
+    }
+    return false;
+}
+
+static bool is(const char *s, const char *want)
+{
+    return s && !strcmp(s, want);
+}
+
 int pace_watch_read_csr(const json_t *object, pace_csr_record_t *out, char *err, size_t errlen)
 {
     *out = (pace_csr_record_t){0};
@@ -79,12 +109,26 @@ int pace_watch_read_csr(const json_t *object, pace_csr_record_t *out, char *err,
         snprintf(err, errlen, "object without metadata.name");
         return -1;
     }
-    /* The approver's own test of a pending CSR: none of these conditions
-     * (whatever its status field says, as kubectl's "Pending" column). */
-    const char *signer = json_string_value(json_object_get(json_object_get(object, "spec"), "signerName"));
-    out->pending_kubelet = signer && !strcmp(signer, KUBELET_CLIENT_SIGNER) && !condition(object, "Approved") &&
-                           !condition(object, "Denied") && !condition(object, "Failed");
     out->created_ms = created_ms(object);
+    const json_t *spec = json_object_get(object, "spec");
+    const char *signer = json_string_value(json_object_get(spec, "signerName"));
+    bool client = is(signer, KUBELET_CLIENT_SIGNER) && is(json_string_value(json_object_get(spec, "username")),
+                                                          NODE_BOOTSTRAPPER);
+    out->node_csr = client || (is(signer, KUBELET_SERVING_SIGNER) &&
+                               has_string(json_object_get(spec, "groups"), NODES_GROUP));
+    /* As the approver: the first condition of type Approved, whatever
+     * its status; its time and message. */
+    const json_t *approved = condition(object, "Approved");
+    out->approved = approved != NULL;
+    if (approved) {
+        const char *ts = json_string_value(json_object_get(approved, "lastTransitionTime"));
+        time_t t;
+        if (ts && time_parse_rfc3339(ts, &t) == 0)
+            out->approved_ms = (int64_t)t * 1000;
+        out->by_approver = is(json_string_value(json_object_get(approved, "message")), APPROVER_MESSAGE);
+    }
+    /* Pending as kubectl's column says it: none of these conditions. */
+    out->pending_client = client && !approved && !condition(object, "Denied") && !condition(object, "Failed");
     return 0;
 }
 
@@ -156,8 +200,16 @@ static bool keep_csr(void *owner, json_t *records, const json_t *object, bool de
         log_msg(LOG_WARN, "pace_object", "CSRs: skipped: %s", err);
         return false;
     }
-    int64_t created = r.created_ms ? r.created_ms : first_seen(records, r.name, 0);
-    return keep_bytes(records, r.name, !deleted && r.pending_kubelet, (const char *)&created, sizeof created);
+    /* Kept: what the approver may count (not its own approvals, nor
+     * another's of unknown time: never within its 30 s) and V's. */
+    char bytes[CSR_HEAD + sizeof(int64_t)];
+    bytes[0] = (char)((r.node_csr && !r.approved ? CSR_UNAPPROVED : 0) | (r.pending_client ? CSR_PENDING_CLIENT : 0) |
+                      (r.node_csr && r.approved && !r.by_approver && r.approved_ms ? CSR_APPROVED_OTHER : 0));
+    int64_t created = r.created_ms ? r.created_ms : first_seen(records, r.name, 1);
+    memcpy(bytes + 1, &created, sizeof created);
+    memcpy(bytes + CSR_HEAD, &r.approved_ms, sizeof r.approved_ms);
+    size_t len = bytes[0] & CSR_APPROVED_OTHER ? sizeof bytes : CSR_HEAD;
+    return keep_bytes(records, r.name, !deleted && bytes[0], bytes, len);
 }
 
 /* ---- the view ----------------------------------------------------------- */
@@ -196,10 +248,15 @@ static pace_view_t *build_view(pace_watch_t *w)
     else if (!v->trusted)
         snprintf(v->why, sizeof v->why, "the Nodes and CSRs watch has not listed them yet since it started");
     /* Creation times move to the room's clock once, here. */
-    int64_t to_mono = (int64_t)clock_coarse_ms() - wall_ms();
+    int64_t mono = (int64_t)clock_coarse_ms(), to_mono = mono - wall_ms();
     const json_t *nodes = w->colls[COLL_NODES].records, *csrs = w->colls[COLL_CSRS].records;
     v->not_ready_created = malloc((json_object_size(nodes) + 1) * sizeof *v->not_ready_created);
-    v->csr_created = malloc((json_object_size(csrs) + 1) * sizeof *v->csr_created);
+    size_t n_csrs = json_object_size(csrs) + 1;
+    v->csr_created = malloc(n_csrs * sizeof *v->csr_created);
+    v->approver_created = malloc(n_csrs * sizeof *v->approver_created);
+    v->approved_other = malloc(n_csrs * sizeof *v->approved_other);
+    v->n_nodes = json_object_size(nodes);
+    v->n_machines = -1;
     size_t n_addrs = 0;
     const char *name;
     json_t *record;
@@ -222,19 +279,33 @@ static pace_view_t *build_view(pace_watch_t *w)
             v->not_ready_created[v->n_not_ready++] = t + to_mono;
     }
     json_object_foreach((json_t *)csrs, name, record) {
-        if (v->csr_created) {
-            int64_t t;
-            memcpy(&t, json_string_value(record), sizeof t);
-            v->csr_created[v->n_csrs++] = t + to_mono;
+        if (!v->csr_created || !v->approver_created || !v->approved_other)
+            break;
+        const char *bytes = json_string_value(record);
+        int64_t t;
+        memcpy(&t, bytes + 1, sizeof t);
+        t += to_mono;
+        if (bytes[0] & CSR_PENDING_CLIENT)
+            v->csr_created[v->n_csrs++] = t;
+        if (bytes[0] & CSR_UNAPPROVED)
+            v->approver_created[v->n_approver++] = t;
+        if (bytes[0] & CSR_APPROVED_OTHER) {
+            int64_t at;
+            memcpy(&at, bytes + CSR_HEAD, sizeof at);
+            /* Approved 30 s ago or more: never counted again (the room
+             * reads these one by one, on every paced request). */
+            if (at + to_mono > mono - PACE_APPROVER_APPROVED_MS)
+                v->approved_other[v->n_approved_other++] = (pace_view_approved_t){t, at + to_mono};
         }
     }
-    if (!v->addrs || !v->not_ready_created || !v->csr_created) {
+    if (!v->addrs || !v->not_ready_created || !v->csr_created || !v->approver_created || !v->approved_other) {
         pace_view_free(v);
         return NULL;
     }
     pace_view_sort_addrs(v);
     qsort(v->not_ready_created, v->n_not_ready, sizeof *v->not_ready_created, cmp_i64);
     qsort(v->csr_created, v->n_csrs, sizeof *v->csr_created, cmp_i64);
+    qsort(v->approver_created, v->n_approver, sizeof *v->approver_created, cmp_i64);
     return v;
 }
 
@@ -251,10 +322,11 @@ static void publish(pace_watch_t *w)
                            : v->why);
     w->trusted = v->trusted;
     log_json(LOG_DEBUG, "pace_view",
-             json_pack("{s:b, s:I, s:I, s:I, s:I}", "trusted", v->trusted, "nodes",
+             json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I}", "trusted", v->trusted, "nodes",
                        (json_int_t)json_object_size(w->colls[COLL_NODES].records), "addresses",
                        (json_int_t)v->n_addrs, "not_ready",
-                       (json_int_t)v->n_not_ready, "pending_csrs", (json_int_t)v->n_csrs));
+                       (json_int_t)v->n_not_ready, "pending_csrs", (json_int_t)v->n_csrs, "unapproved_csrs",
+                       (json_int_t)v->n_approver, "approved_by_others", (json_int_t)v->n_approved_other));
     w->publish(v, w->arg);
 }
 
@@ -350,6 +422,11 @@ int pace_watch_start(pace_watch_t *w, char *err, size_t errlen)
     /* The first view (nothing listed: not trusted) a loop turn later. */
     schedule(w);
     return 0;
+}
+
+void pace_watch_refresh(pace_watch_t *w)
+{
+    schedule(w);
 }
 
 void pace_watch_free(pace_watch_t *w)

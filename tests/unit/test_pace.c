@@ -254,8 +254,11 @@ static addrset_key_t key_of(int i)
 }
 
 /* A view: nodes ready[] Ready and not_ready[] not (each created at
- * created, on the room's clock), n_csrs pending kubelet CSRs created at
- * csr_created; trusted or not. Any list may be NULL. */
+ * created, on the room's clock), n_csrs pending bootstrapper client CSRs
+ * created at csr_created (the approver counts them too) and n_others
+ * more it counts (Denied, Failed, serving) created then too; n_nodes
+ * Nodes and n_machines Machines (-1: not watched); trusted or not. Any
+ * list may be NULL. */
 typedef struct view_spec {
     bool trusted;
     const int *ready;
@@ -265,6 +268,9 @@ typedef struct view_spec {
     int64_t created;
     size_t n_csrs;
     int64_t csr_created;
+    size_t n_others;
+    size_t n_nodes;
+    int64_t n_machines;
 } view_spec_t;
 
 static pace_view_t *view_of(view_spec_t s)
@@ -286,6 +292,12 @@ static pace_view_t *view_of(view_spec_t s)
     v->csr_created = calloc(s.n_csrs + 1, sizeof(int64_t));
     for (size_t i = 0; i < s.n_csrs; i++)
         v->csr_created[v->n_csrs++] = s.csr_created;
+    v->approver_created = calloc(s.n_csrs + s.n_others + 1, sizeof(int64_t));
+    cr_assert(v->approver_created);
+    for (size_t i = 0; i < s.n_csrs + s.n_others; i++)
+        v->approver_created[v->n_approver++] = s.csr_created;
+    v->n_nodes = s.n_nodes;
+    v->n_machines = s.n_machines;
     cr_assert(v->addrs && v->not_ready_created && v->csr_created);
     return v;
 }
@@ -366,6 +378,39 @@ Test(pace, the_budget_is_the_clusters_young_not_ready_nodes_and_csrs_plus_replic
     st = stats_at(72000);
     cr_assert_eq(st.young_not_ready, 0u);
     cr_assert_eq(st.young_csrs, 0u);
+}
+
+Test(pace, denied_and_serving_csrs_hold_the_ceiling_but_are_no_joining_node)
+{
+    cfg.max_pending_csrs = 5;
+    const int64_t now = 4 * 3600 * 1000;
+    /* 5 node CSRs the approver counts, none a pending client CSR (say
+     * Denied ones, and serving ones of new Nodes): at the ceiling, though
+     * the budget counts none of them. */
+    pace_room_set_view(&room,
+                       view_of((view_spec_t){.trusted = true, .n_others = 5, .csr_created = now - 1000, .n_nodes = 40,
+                                             .n_machines = 70}),
+                       now);
+    cr_assert_eq(decide_in(&room, 1, now).cause, PACE_CEILING);
+    cr_assert_not(ask(0, now + 1));
+    pace_stats_t st = stats_at(now + 2);
+    cr_assert(st.ceiling);
+    cr_assert_eq(st.pending_csrs, 5u);
+    cr_assert_eq(st.young_csrs, 0u);
+    cr_assert_eq(st.used, 0u);
+    cr_assert_eq(st.approver_limit, 170u, "max(Machines 70, Nodes 40) + 100");
+    cr_assert(st.machines_counted);
+    /* 4 of them: under the ceiling. Machines not watched: Nodes + 100. */
+    pace_room_set_view(&room,
+                       view_of((view_spec_t){.trusted = true, .n_others = 4, .csr_created = now - 1000, .n_nodes = 40,
+                                             .n_machines = -1}),
+                       now + 3);
+    cr_assert(ask(0, now + 4));
+    st = stats_at(now + 5);
+    cr_assert_not(st.ceiling);
+    cr_assert_eq(st.pending_csrs, 4u);
+    cr_assert_eq(st.approver_limit, 140u);
+    cr_assert_not(st.machines_counted);
 }
 
 Test(pace, the_csr_ceiling_holds_every_new_node_and_lifting_it_admits_again)
