@@ -195,6 +195,8 @@ static const char *ydoc_words(const yaml_parser_t *p, const ysrc_t *s, size_t *l
                  open == '{' || open == '[' ? open : map ? '{' : '[', map ? '}' : ']');
         return words;
     }
+    if (!strcmp(problem, "did not find expected node content"))
+        return "a value is missing here (a list or mapping left open, or a line cut short)";
     if (!strcmp(problem, "found undefined alias"))
         return "'*' starts an alias, and no anchor '&' of that name comes before it: put the value in quotes";
     if (!strcmp(problem, "block sequence entries are not allowed in this context"))

@@ -86,6 +86,7 @@ Test(ydoc, syntax_errors_in_words)
     expect_syntax("a: - b\n", "1:4: a list item ('- ') cannot follow a key on its line: start the list on the "
                   "next line, indented");
     expect_syntax("a: {b: 1\n", "1:4: this '{' has no closing '}' (or two of its entries lack a ',' between them)");
+    expect_syntax("a: [b,\n", "2:1: a value is missing here (a list or mapping left open, or a line cut short)");
     expect_syntax("a: @b\n", "1:4: '@' cannot start a value: put the value in quotes");
     expect_syntax("a: *b\n", "1:4: '*' starts an alias, and no anchor '&' of that name comes before it: put the "
                   "value in quotes");
