@@ -8,16 +8,33 @@
 #ifndef SKEWGATE_CONFIG_H
 #define SKEWGATE_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "conf/config_types.h"
 
-/* Loads and validates a file. NULL with "file:LINE:COL: problem" in err. */
+/* Loads and validates a file. NULL with "file:LINE:COL: problem" in err:
+ * the first error, and when there were more " (and N more: skewgate check
+ * -c FILE)". */
 config_t *config_load(const char *path, char *err, size_t errlen);
 /* Same, from text; name is used in errors and its directory (if it has a
  * '/') resolves relative paths. */
 config_t *config_parse(const char *text, size_t len, const char *name, char *err, size_t errlen);
+
+/* Every error a load finds, for `skewgate check`. The keys are all read,
+ * past errors in their values (an unknown key, a bad value, a wrong
+ * type); the rules across keys (overlapping addresses, keys that need
+ * others) are checked only when the keys had none. */
+typedef struct config_report {
+    /* Told each error in the order found: "FILE[:LINE:COL]: problem". */
+    void (*each)(const char *msg, void *arg);
+    void *arg;
+    size_t n_errors;            /* out: how many */
+    bool rules_skipped;         /* out: the keys had errors, so the rules across them were not checked */
+} config_report_t;
+/* config_load telling report every error; NULL when there was one. */
+config_t *config_load_report(const char *path, config_report_t *report);
 void config_free(config_t *cfg);
 /* A whole file of at most 1 MiB (a configuration, a kubeconfig), malloc'ed
  * with *len; NULL with "PATH: cannot open|read: why" in err. Not

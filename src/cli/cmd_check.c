@@ -14,19 +14,42 @@
 #include "source/machines.h"
 #include "tls/tls.h"
 
+/* The errors of a file printed one a line; past these, how many more. */
+#define CHECK_MAX_ERRORS 50
+
 typedef struct check_run {
     const char *path;
     bool files;                 /* --files: also load what the config names */
     config_t *cfg;
     char err[CONFIG_ERR_LEN];   /* "FILE[:LINE:COL]: problem" of the failed stage */
+    bool printed;               /* the failed stage printed its errors itself */
+    size_t shown;
 } check_run_t;
 
 typedef int (*check_stage_fn)(check_run_t *run);
 
+static void check_print_error(const char *msg, void *arg)
+{
+    check_run_t *run = arg;
+    if (run->shown++ < CHECK_MAX_ERRORS)
+        fprintf(stderr, "%s\n", msg);
+}
+
+/* Every error the file's text shows, one a line, as found (cmd_check's
+ * first stage only: the others stop at their first). */
 static int stage_load_config(check_run_t *run)
 {
-    run->cfg = config_load(run->path, run->err, sizeof run->err);
-    return run->cfg ? 0 : -1;
+    config_report_t report = {.each = check_print_error, .arg = run};
+    run->cfg = config_load_report(run->path, &report);
+    if (run->cfg)
+        return 0;
+    run->printed = true;
+    if (report.n_errors > CHECK_MAX_ERRORS)
+        fprintf(stderr, "%s: and %zu more errors\n", run->path, report.n_errors - CHECK_MAX_ERRORS);
+    if (report.rules_skipped)
+        fprintf(stderr, "note: %s: the checks across keys (addresses that overlap, keys that need or exclude "
+                "others) run once %s fixed\n", run->path, report.n_errors == 1 ? "this error is" : "these are");
+    return -1;
 }
 
 /* A file a key names cannot be opened: "WHERE: PATH: cannot open: why",
@@ -278,7 +301,9 @@ static void check_usage(FILE *out)
             "usage: skewgate check [--files] -c FILE\n"
             "\n"
             "Loads and validates a configuration file as 'skewgate run' would, and\n"
-            "prints 'FILE: ok' (exit 0) or the first problem as FILE:LINE:COL (exit 2).\n"
+            "prints 'FILE: ok' (exit 0) or every problem it finds in the file, one\n"
+            "FILE:LINE:COL: line each (at most 50), and exits 2. The checks across keys\n"
+            "run once the keys read without errors; --files stops at its first problem.\n"
             "With admission.machines on, it then prints the RBAC rules the service\n"
             "account needs (the gate's ClusterRole and the admission-machines component).\n"
             "\n"
@@ -339,7 +364,8 @@ int cmd_check(int argc, char **argv)
         ok = check_stages[i](&run) == 0;
     if (!ok) {
         config_free(run.cfg);
-        fprintf(stderr, "%s\n", run.err);
+        if (!run.printed)
+            fprintf(stderr, "%s\n", run.err);
         return 2;
     }
     if (files)

@@ -32,21 +32,33 @@ static int config_dir(const char *name, char **dir)
     return *dir ? 0 : -1;
 }
 
-static int load_document(loader_t *ld, const char *text, size_t len)
+/* One error that is not the walk's (the file, its YAML): as schema_fail
+ * tells them. */
+static void loader_error(loader_t *ld, const char *msg)
 {
-    char yerr[CONFIG_ERR_LEN];
+    if (ld->n_errors++ == 0 && ld->err && ld->errlen)
+        snprintf(ld->err, ld->errlen, "%s", msg);
+    if (ld->each)
+        ld->each(msg, ld->each_arg);
+}
+
+static int load_document(loader_t *ld, const char *text, size_t len, bool *rules_skipped)
+{
+    char yerr[CONFIG_ERR_LEN], msg[CONFIG_ERR_LEN + 256];
     ydoc_t *doc = ydoc_parse(text, len, yerr, sizeof yerr);
     if (!doc) {
-        if (ld->err && ld->errlen)
-            snprintf(ld->err, ld->errlen, "%s:%s", ld->name, yerr);
+        snprintf(msg, sizeof msg, "%s:%s", ld->name, yerr);
+        loader_error(ld, msg);
         return -1;
     }
     ld->root = ydoc_root(doc);
     int rc = config_set_defaults(ld, ld->cfg);
     if (rc == 0 && ld->root->kind != YNODE_MAP)
         rc = schema_fail_expected(ld, ld->root, "a mapping of settings");
-    if (rc == 0)
+    if (rc == 0) {
         rc = schema_read_map(ld, ld->root, &config_root_schema, ld->cfg);
+        *rules_skipped = rc < 0;
+    }
     if (rc == 0)
         rc = config_validate(ld);
     if (rc == 0)
@@ -55,25 +67,62 @@ static int load_document(loader_t *ld, const char *text, size_t len)
     return rc;
 }
 
-config_t *config_parse(const char *text, size_t len, const char *name, char *err, size_t errlen)
+/* The first error, and how many more there are and where to see them. */
+static void first_and_more(char *err, size_t errlen, size_t n_errors, const char *name)
+{
+    if (!err || !errlen || n_errors < 2)
+        return;
+    char more[CONFIG_ERR_LEN];
+    int n = snprintf(more, sizeof more, " (and %zu more: skewgate check -c %s)", n_errors - 1, name);
+    if (n < 0 || (size_t)n >= errlen)
+        return;
+    size_t used = strlen(err);
+    if (used + (size_t)n >= errlen) {
+        used = errlen - 1 - (size_t)n;  /* cut the first short; how many more is what must show */
+        if (used)
+            err[used - 1] = '~';
+    }
+    snprintf(err + used, errlen - used, "%s", more);
+}
+
+static config_t *parse_reporting(const char *text, size_t len, const char *name, char *err, size_t errlen,
+                                 config_report_t *report)
 {
     loader_t ld = {.name = name, .err = err, .errlen = errlen};
+    if (report) {
+        ld.each = report->each;
+        ld.each_arg = report->arg;
+    }
     config_t *cfg = calloc(1, sizeof *cfg);
     if (!cfg || !(cfg->path = strdup(name)) || config_dir(name, &ld.dir) < 0) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s: out of memory", name);
+        char msg[CONFIG_ERR_LEN];
+        snprintf(msg, sizeof msg, "%s: out of memory", name);
+        loader_error(&ld, msg);
+        if (report)
+            report->n_errors = ld.n_errors;
         config_free(cfg);
         return NULL;
     }
     ld.cfg = cfg;
     atomic_init(&cfg->refs, 1);
-    int rc = load_document(&ld, text, len);
+    bool rules_skipped = false;
+    int rc = load_document(&ld, text, len, &rules_skipped);
     schema_loader_free(&ld);
+    if (report) {
+        report->n_errors = ld.n_errors;
+        report->rules_skipped = rules_skipped;
+    }
     if (rc < 0) {
+        first_and_more(err, errlen, ld.n_errors, name);
         config_free(cfg);
         return NULL;
     }
     return cfg;
+}
+
+config_t *config_parse(const char *text, size_t len, const char *name, char *err, size_t errlen)
+{
+    return parse_reporting(text, len, name, err, errlen, NULL);
 }
 
 /* Reads a whole file, refusing one too large to be a configuration. */
@@ -110,18 +159,24 @@ char *config_read_file(const char *path, size_t *len, char *err, size_t errlen)
     return read_file(path, len, err, errlen);
 }
 
-config_t *config_load(const char *path, char *err, size_t errlen)
+static config_t *load_reporting(const char *path, char *err, size_t errlen, config_report_t *report)
 {
-    char scratch[1];
+    char scratch[CONFIG_ERR_LEN];
     if (!err || !errlen) {
         err = scratch;
         errlen = sizeof scratch;
     }
     size_t len;
     char *text = read_file(path, &len, err, errlen);
-    if (!text)
+    if (!text) {
+        if (report) {
+            report->n_errors = 1;
+            if (report->each)
+                report->each(err, report->arg);
+        }
         return NULL;
-    config_t *cfg = config_parse(text, len, path, err, errlen);
+    }
+    config_t *cfg = parse_reporting(text, len, path, err, errlen, report);
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned mdlen = 0;
     if (cfg && EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) == 1)
@@ -129,6 +184,17 @@ config_t *config_load(const char *path, char *err, size_t errlen)
             snprintf(cfg->sha256 + 2 * i, 3, "%02x", md[i]);
     free(text);
     return cfg;
+}
+
+config_t *config_load(const char *path, char *err, size_t errlen)
+{
+    return load_reporting(path, err, errlen, NULL);
+}
+
+config_t *config_load_report(const char *path, config_report_t *report)
+{
+    char err[CONFIG_ERR_LEN];
+    return load_reporting(path, err, sizeof err, report);
 }
 
 void config_key_where(const config_t *cfg, const char *key, char *buf, size_t len)

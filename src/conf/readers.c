@@ -213,21 +213,19 @@ int conf_read_prefixes(loader_t *ld, const ynode_t *node, const field_t *f, void
         gate->prefixes[i] = NULL;
     }
     gate->n_prefixes = 0;
-    for (size_t i = 0; i < node->n; i++) {
+    size_t before = ld->n_errors;
+    for (size_t i = 0; i < node->n && !ld->stop; i++) {
         size_t saved = schema_path_push_index(ld, i);
         const char *s = schema_string_text(ld, node->items[i]);
-        if (!s)
-            return -1;
-        if (!is_clean_prefix(s))
-            return schema_fail(ld, node->items[i], ld->path,
-                               "prefix \"%s\" must be a clean absolute path (no //, /./, /../, %%, ? or #): "
-                               "requests are matched after decoding and cleaning", s);
-        if (schema_set_string(ld, node->items[i], &gate->prefixes[i], s) < 0)
-            return -1;
-        gate->n_prefixes = i + 1;
+        if (s && !is_clean_prefix(s))
+            schema_fail(ld, node->items[i], ld->path,
+                        "prefix \"%s\" must be a clean absolute path (no //, /./, /../, %%, ? or #): "
+                        "requests are matched after decoding and cleaning", s);
+        else if (s && schema_set_string(ld, node->items[i], &gate->prefixes[i], s) == 0)
+            gate->n_prefixes = i + 1;   /* config_free frees [0, n); a bad item's slot is NULL */
         schema_path_pop(ld, saved);
     }
-    return 0;
+    return ld->n_errors > before ? -1 : 0;
 }
 
 /* --- TLS lists: OpenSSL is asked, so a typo is caught with its position. */
@@ -311,16 +309,17 @@ int conf_read_trusted_proxies(loader_t *ld, const ynode_t *node, const field_t *
     if (list_bounds(ld, node, CONFIG_MAX_TRUSTED_PROXIES, "a list of CIDRs, such as [\"10.0.0.0/16\"]",
                     "at least one CIDR is required (the load balancers' addresses)", "CIDRs") < 0)
         return -1;
+    size_t before = ld->n_errors;
     for (size_t i = 0; i < node->n; i++) {
         size_t saved = schema_path_push_index(ld, i);
         const char *s = schema_string_text(ld, node->items[i]);
         const char *why;
-        if (!s)
-            return -1;
-        if (cidr_parse(s, &l->trusted_proxies[i], &why) < 0)
-            return schema_fail(ld, node->items[i], ld->path, "\"%s\": %s", s, why);
+        if (s && cidr_parse(s, &l->trusted_proxies[i], &why) < 0)
+            schema_fail(ld, node->items[i], ld->path, "\"%s\": %s", s, why);
         schema_path_pop(ld, saved);
     }
+    if (ld->n_errors > before)
+        return -1;
     l->n_trusted_proxies = node->n;
     return 0;
 }

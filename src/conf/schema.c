@@ -15,20 +15,22 @@
 
 int schema_fail(loader_t *ld, const ynode_t *at, const char *path, const char *fmt, ...)
 {
-    if (!ld->err || !ld->errlen)
-        return -1;
-    char problem[CONFIG_ERR_LEN];
+    char problem[CONFIG_ERR_LEN], msg[2 * CONFIG_ERR_LEN];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(problem, sizeof problem, fmt, ap);
     va_end(ap);
-    snprintf(ld->err, ld->errlen, "%s:%d:%d: %s%s%s", ld->name, at->line, at->col, path,
-             *path ? ": " : "", problem);
+    snprintf(msg, sizeof msg, "%s:%d:%d: %s%s%s", ld->name, at->line, at->col, path, *path ? ": " : "", problem);
+    if (ld->n_errors++ == 0 && ld->err && ld->errlen)
+        snprintf(ld->err, ld->errlen, "%s", msg);
+    if (ld->each)
+        ld->each(msg, ld->each_arg);
     return -1;
 }
 
 int schema_fail_oom(loader_t *ld, const ynode_t *at)
 {
+    ld->stop = true;
     return schema_fail(ld, at, ld->path, "out of memory");
 }
 
@@ -251,21 +253,25 @@ int schema_read_map(loader_t *ld, const ynode_t *node, const schema_t *schema, v
 {
     if (node->kind != YNODE_MAP)
         return schema_fail_expected(ld, node, "a mapping");
-    for (size_t i = 0; i < node->n; i++) {
+    size_t before = ld->n_errors;
+    for (size_t i = 0; i < node->n && !ld->stop; i++) {
         const ynode_t *key = node->pairs[i].key;
         const ynode_t *value = node->pairs[i].value;
-        if (key->kind != YNODE_SCALAR)
-            return schema_fail(ld, key, ld->path, "a key must be a string, not %s", describe(key));
+        if (key->kind != YNODE_SCALAR) {
+            schema_fail(ld, key, ld->path, "a key must be a string, not %s", describe(key));
+            continue;
+        }
         size_t saved = path_push_key(ld, key->value);
         const field_t *f = find_field(schema, key);
-        int rc = !f ? fail_unknown_key(ld, key, schema) : schema_place(ld, value);
-        if (rc == 0)
-            rc = f->read(ld, value, f, (char *)base + f->offset);
-        if (rc < 0)
-            return -1;
+        size_t errors = ld->n_errors;
+        if (!f)
+            fail_unknown_key(ld, key, schema);
+        else if (schema_place(ld, value) == 0 && f->read(ld, value, f, (char *)base + f->offset) < 0 &&
+                 ld->n_errors == errors)
+            schema_fail(ld, value, ld->path, "invalid value");   /* a reader's -1 is never silent */
         schema_path_pop(ld, saved);
     }
-    return 0;
+    return ld->n_errors > before ? -1 : 0;
 }
 
 int schema_read_submap(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)

@@ -5,7 +5,12 @@
  * line and column of the offending node and its key path.
  *
  * Readers and schema_fail* return 0, or -1 with the message already in
- * ld->err; the first error ends the load. */
+ * ld->err (the first error's) and handed to ld->each. The walk goes on past
+ * a bad key or value to the next key (schema_read_map) or list item (the
+ * lists of mappings), so that one `skewgate check` names every error it
+ * can; a reader whose value has an error returns -1 and skips the checks it
+ * makes over its keys together ("missing required key"), and the rules
+ * across fields (validate.c) run only when the keys read without one. */
 #ifndef SKEWGATE_CONF_SCHEMA_H
 #define SKEWGATE_CONF_SCHEMA_H
 
@@ -35,6 +40,10 @@ typedef struct loader {
     placed_t *placed;
     size_t n_placed, cap_placed;
     SSL_CTX *tls_probe;     /* tries cipher and group names; made on first use */
+    size_t n_errors;        /* every error found so far */
+    bool stop;              /* out of memory: the walk reads nothing more */
+    void (*each)(const char *msg, void *arg);  /* NULL, or told each error */
+    void *each_arg;
 } loader_t;
 
 typedef struct field field_t;
@@ -69,7 +78,8 @@ typedef struct addr_rules {
     bool loopback_only;
 } addr_rules_t;
 
-/* --- Errors: "file:LINE:COL: key.path: problem". */
+/* --- Errors: "file:LINE:COL: key.path: problem". Each is counted and
+ * handed to ld->each; the first is kept in ld->err. */
 
 __attribute__((format(printf, 4, 5)))
 int schema_fail(loader_t *ld, const ynode_t *at, const char *path, const char *fmt, ...);
@@ -110,7 +120,8 @@ int schema_set_string(loader_t *ld, const ynode_t *node, char **dst, const char 
 /* --- Readers. */
 
 /* Walks a mapping against a schema: unknown keys are errors with a "did
- * you mean" when one key is close. */
+ * you mean" when one key is close. Every key is read, whatever errors came
+ * before it; -1 when any of them had one. */
 int schema_read_map(loader_t *ld, const ynode_t *node, const schema_t *schema, void *base);
 
 /* Field readers; f->spec is what the comment names. */

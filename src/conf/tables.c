@@ -144,14 +144,16 @@ static int read_listeners(loader_t *ld, const ynode_t *node, const field_t *f, v
         return schema_fail(ld, node, ld->path, "at least one listener is required");
     if (node->n > CONFIG_MAX_LISTENERS)
         return schema_fail(ld, node->items[CONFIG_MAX_LISTENERS], ld->path, "at most %d listeners", CONFIG_MAX_LISTENERS);
-    for (size_t i = 0; i < node->n; i++) {
+    /* A listener with an error does not stop the next one being read. */
+    size_t before = ld->n_errors;
+    for (size_t i = 0; i < node->n && !ld->stop; i++) {
         size_t saved = schema_path_push_index(ld, i);
         ld->cfg->n_listeners = i + 1;   /* from here on config_free owns its strings */
-        if (schema_place(ld, node->items[i]) < 0 || read_listener(ld, node->items[i], &listeners[i]) < 0)
-            return -1;
+        if (schema_place(ld, node->items[i]) == 0)
+            read_listener(ld, node->items[i], &listeners[i]);
         schema_path_pop(ld, saved);
     }
-    return 0;
+    return ld->n_errors > before ? -1 : 0;
 }
 
 #define UPSTREAM_FIELD(name) offsetof(config_upstream_t, name)
@@ -274,16 +276,18 @@ static int read_redirect_ports(loader_t *ld, const ynode_t *node, const field_t 
     if (node->n > CONFIG_MAX_REDIRECT_PORTS)
         return schema_fail(ld, node->items[CONFIG_MAX_REDIRECT_PORTS], ld->path, "at most %d pairs",
                            CONFIG_MAX_REDIRECT_PORTS);
-    for (size_t i = 0; i < node->n; i++) {
+    size_t before = ld->n_errors;
+    for (size_t i = 0; i < node->n && !ld->stop; i++) {
         size_t saved = schema_path_push_index(ld, i);
         config_redirect_port_t *p = &r->ports[i];
         *p = (config_redirect_port_t){0};
-        if (schema_place(ld, node->items[i]) < 0 || schema_read_map(ld, node->items[i], &redirect_port_schema, p) < 0)
-            return -1;
-        if (!p->from || !p->to)
-            return schema_fail(ld, node->items[i], ld->path, "missing required key \"%s\"", p->from ? "to" : "from");
+        if (schema_place(ld, node->items[i]) == 0 &&
+            schema_read_map(ld, node->items[i], &redirect_port_schema, p) == 0 && (!p->from || !p->to))
+            schema_fail(ld, node->items[i], ld->path, "missing required key \"%s\"", p->from ? "to" : "from");
         schema_path_pop(ld, saved);
     }
+    if (ld->n_errors > before)
+        return -1;
     r->n_ports = node->n;
     return 0;
 }

@@ -27,15 +27,249 @@ static void ydoc_error(char *err, size_t errlen, int line, int col, const char *
         snprintf(err, errlen, "%d:%d: %s", line, col, problem);
 }
 
-static void ydoc_parser_error(const yaml_parser_t *p, char *err, size_t errlen)
+/* --- libyaml's errors in words. libyaml names what its parser met ("did
+ * not find expected key"); what a person did wrong (a tab, a line indented
+ * off its mapping's keys, an unclosed quote) is read from the text around
+ * the marks. Positions are 0-based here, as libyaml's marks are. */
+
+typedef struct ysrc {
+    const char *buf;
+    size_t len;
+} ysrc_t;
+
+/* The byte offset where 0-based line starts, or len when there is none. */
+static size_t ysrc_line_start(const ysrc_t *s, size_t line)
 {
+    size_t off = 0;
+    for (size_t l = 0; l < line && off < s->len; off++)
+        if (s->buf[off] == '\n')
+            l++;
+    return off;
+}
+
+static size_t ysrc_line_end(const ysrc_t *s, size_t start)
+{
+    while (start < s->len && s->buf[start] != '\n' && s->buf[start] != '\r')
+        start++;
+    return start;
+}
+
+/* The byte at 0-based line and column (columns count characters, as
+ * libyaml's do), or -1 past the line's end. */
+static int ysrc_char_at(const ysrc_t *s, size_t line, size_t col)
+{
+    size_t off = ysrc_line_start(s, line), end = ysrc_line_end(s, off);
+    for (size_t c = 0; off < end; c++) {
+        if (c == col)
+            return (unsigned char)s->buf[off];
+        off++;
+        while (off < end && ((unsigned char)s->buf[off] & 0xc0) == 0x80)
+            off++;
+    }
+    return -1;
+}
+
+/* A line's indentation in spaces, and where its content starts when it is
+ * a list item ("  - key: v": the dash at 2, the key at 4). false for a
+ * line with nothing to read (blank, a comment). */
+typedef struct yline {
+    size_t indent;          /* the first non-space column */
+    size_t content;         /* past "- " markers: where a key would be */
+} yline_t;
+
+static bool ysrc_line(const ysrc_t *s, size_t line, yline_t *out)
+{
+    size_t start = ysrc_line_start(s, line), end = ysrc_line_end(s, start), off = start;
+    if (start >= s->len)
+        return false;
+    while (off < end && s->buf[off] == ' ')
+        off++;
+    if (off == end || s->buf[off] == '#')
+        return false;
+    out->indent = off - start;
+    while (off + 1 < end && s->buf[off] == '-' && s->buf[off + 1] == ' ') {
+        off += 2;
+        while (off < end && s->buf[off] == ' ')
+            off++;
+    }
+    out->content = off - start;
+    return true;
+}
+
+/* The nearest line above line with something to read; false at the top. */
+static bool ysrc_line_above(const ysrc_t *s, size_t line, size_t *above, yline_t *out)
+{
+    while (line-- > 0)
+        if (ysrc_line(s, line, out)) {
+            *above = line;
+            return true;
+        }
+    return false;
+}
+
+/* Does the line hold ": " (or a ':' ending it) before 0-based col? */
+static bool ysrc_colon_before(const ysrc_t *s, size_t line, size_t col)
+{
+    for (size_t c = 0; c < col; c++) {
+        int ch = ysrc_char_at(s, line, c);
+        int next = ysrc_char_at(s, line, c + 1);
+        if (ch < 0)
+            return false;
+        if (ch == ':' && (next == ' ' || next == '\t' || next < 0))
+            return true;
+    }
+    return false;
+}
+
+/* "column 5 (line 4), column 3 (line 2) or column 1 (line 1)": where the
+ * lines above line start (a list item's dash and what follows it), each
+ * block still open there, innermost first. true when col is one of them. */
+static bool ysrc_open_columns(const ysrc_t *s, size_t line, size_t col, char *out, size_t outlen)
+{
+    enum { MAX_OPEN = 4 };
+    size_t cols[MAX_OPEN], lines[MAX_OPEN], found = 0, limit = SIZE_MAX, at = line;
+    bool matched = false;
+    yline_t l;
+    while (found < MAX_OPEN && limit > 0 && ysrc_line_above(s, at, &at, &l)) {
+        size_t starts[2] = {l.content, l.indent};
+        for (size_t i = 0; i < 2 && found < MAX_OPEN; i++) {
+            if (starts[i] >= limit)
+                continue;
+            limit = starts[i];
+            matched |= starts[i] == col;
+            cols[found] = starts[i];
+            lines[found++] = at;
+        }
+    }
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < found; i++) {
+        int n = snprintf(out + used, outlen - used, "%scolumn %zu (line %zu)",
+                         i == 0 ? "" : i + 1 == found ? " or " : ", ", cols[i] + 1, lines[i] + 1);
+        if (n < 0 || (size_t)n >= outlen - used)
+            break;
+        used += (size_t)n;
+    }
+    return matched;
+}
+
+/* Words for what libyaml found, or NULL for its own text. *line and *col
+ * may move to where the problem is (an unclosed quote's opening). */
+static const char *ydoc_words(const yaml_parser_t *p, const ysrc_t *s, size_t *line, size_t *col,
+                              char *words, size_t len)
+{
+    const char *problem = p->problem ? p->problem : "";
+    const char *context = p->context ? p->context : "";
+    size_t cline = p->context_mark.line, ccol = p->context_mark.column;
+    int ch = ysrc_char_at(s, *line, *col);
+    yline_t here = {0}, above_l;
+    size_t above;
+    bool line_start = ysrc_line(s, *line, &here) && (here.indent == *col || here.content == *col);
+
+    if ((!strcmp(problem, "found character that cannot start any token") && ch == '\t') ||
+        strstr(problem, "tab character"))
+        return "a tab character: YAML indents with spaces only";
+    if (!strcmp(problem, "found character that cannot start any token")) {
+        if (ch > ' ' && ch < 0x7f)
+            snprintf(words, len, "'%c' cannot start a value: put the value in quotes", ch);
+        else
+            snprintf(words, len, "this character cannot start a value: put the value in quotes");
+        return words;
+    }
+    if (!strcmp(problem, "found unexpected end of stream") && strstr(context, "quoted scalar")) {
+        int q = ysrc_char_at(s, cline, ccol);
+        *line = cline;
+        *col = ccol;
+        snprintf(words, len, "unclosed quote: the string that starts here has no closing %s",
+                 q == '\'' ? "'" : "\"");
+        return words;
+    }
+    if (!strcmp(problem, "found unknown escape character"))
+        return "unknown escape in a double-quoted string: write \\\\ for a backslash, or use single quotes";
+    if (!strncmp(problem, "did not find expected ',' or ", 29) && strstr(context, "flow")) {
+        int open = ysrc_char_at(s, cline, ccol);
+        bool map = strstr(context, "mapping") != NULL;
+        *line = cline;
+        *col = ccol;
+        snprintf(words, len, "this '%c' has no closing '%c' (or two of its entries lack a ',' between them)",
+                 open == '{' || open == '[' ? open : map ? '{' : '[', map ? '}' : ']');
+        return words;
+    }
+    if (!strcmp(problem, "did not find expected node content"))
+        return "a value is missing here (a list or mapping left open, or a line cut short)";
+    if (!strcmp(problem, "found undefined alias"))
+        return "'*' starts an alias, and no anchor '&' of that name comes before it: put the value in quotes";
+    if (!strcmp(problem, "block sequence entries are not allowed in this context"))
+        return "a list item ('- ') cannot follow a key on its line: start the list on the next line, indented";
+    if (!strcmp(problem, "could not find expected ':'") && strstr(context, "simple key")) {
+        *line = cline;
+        *col = ccol;
+        return "this line has no ':': a mapping's lines are KEY: VALUE (or indent the line deeper to continue "
+               "the value above)";
+    }
+    if (!strcmp(problem, "mapping values are not allowed in this context")) {
+        if (ysrc_colon_before(s, *line, *col))
+            return "a second ': ' on this line: a value holding ': ' must be in quotes";
+        if (ysrc_line_above(s, *line, &above, &above_l) && here.indent > above_l.indent) {
+            *col = here.indent;
+            snprintf(words, len, "bad indentation: this line is indented deeper than the line above (line %zu), "
+                     "so it reads as the rest of that line's value; align its key with the keys above", above + 1);
+            return words;
+        }
+        return "a ':' where no key can start: put the value in quotes";
+    }
+    if (!strcmp(problem, "did not find expected key") || !strcmp(problem, "did not find expected '-' indicator")) {
+        if (!line_start) {
+            int prev = *col ? ysrc_char_at(s, *line, *col - 1) : -1;
+            if (prev == '"' || prev == '\'')
+                return "text after the end of a quoted string: a quote is missing or one too many, here or on a "
+                       "line above";
+            return "text after the end of a value, where a new line with a key was expected";
+        }
+        char open[200];
+        bool matched = ysrc_open_columns(s, *line, here.indent, open, sizeof open);
+        if (ch == '-' && here.indent == *col && matched)
+            return "a list item ('- ') where the mapping above expects a key: a list goes under a key ending in "
+                   "':', indented deeper than it";
+        *col = here.indent;
+        snprintf(words, len, "bad indentation: this line starts at column %zu, %s%s", here.indent + 1,
+                 *open ? "and the lines above start at " : "which does not match the lines above", open);
+        return words;
+    }
+    return NULL;
+}
+
+static void ydoc_parser_error(const yaml_parser_t *p, const char *buf, size_t len, char *err, size_t errlen)
+{
+    char what[512];
+    if (p->error == YAML_READER_ERROR) {
+        /* The reader's position is a byte offset: make it a line and column. */
+        size_t off = p->problem_offset < len ? p->problem_offset : len, line = 1, start = 0;
+        for (size_t i = 0; i < off; i++)
+            if (buf[i] == '\n')
+                line++, start = i + 1;
+        const char *problem = p->problem ? p->problem : "invalid text";
+        if (strstr(problem, "control characters"))
+            snprintf(what, sizeof what, "a control character (byte 0x%02x): only text may be in YAML",
+                     (unsigned)(p->problem_value & 0xff));
+        else
+            snprintf(what, sizeof what, "not UTF-8 text (byte 0x%02x: %s)", (unsigned)(unsigned char)buf[off < len ? off : 0],
+                     problem);
+        ydoc_error(err, errlen, (int)line, (int)(off - start) + 1, what);
+        return;
+    }
     const yaml_mark_t *m = &p->problem_mark;
-    char what[256];
-    if (p->context)
+    ysrc_t s = {buf, len};
+    size_t line = m->line, col = m->column;
+    char words[400];
+    const char *said = ydoc_words(p, &s, &line, &col, words, sizeof words);
+    if (said)
+        snprintf(what, sizeof what, "%s", said);
+    else if (p->context)
         snprintf(what, sizeof what, "%s %s", p->problem ? p->problem : "invalid YAML", p->context);
     else
         snprintf(what, sizeof what, "%s", p->problem ? p->problem : "invalid YAML");
-    ydoc_error(err, errlen, (int)m->line + 1, (int)m->column + 1, what);
+    ydoc_error(err, errlen, (int)line + 1, (int)col + 1, what);
 }
 
 static bool ydoc_scalar_eq(const ynode_t *a, const ynode_t *b)
@@ -182,7 +416,7 @@ ydoc_t *ydoc_parse(const char *buf, size_t len, char *err, size_t errlen)
     yaml_parser_initialize(&parser);
     yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
     if (!yaml_parser_load(&parser, &d->doc)) {
-        ydoc_parser_error(&parser, err, errlen);
+        ydoc_parser_error(&parser, buf, len, err, errlen);
         yaml_parser_delete(&parser);
         free(d);
         return NULL;
@@ -194,7 +428,7 @@ ydoc_t *ydoc_parse(const char *buf, size_t len, char *err, size_t errlen)
     }
     yaml_document_t extra;
     if (!yaml_parser_load(&parser, &extra)) {
-        ydoc_parser_error(&parser, err, errlen);
+        ydoc_parser_error(&parser, buf, len, err, errlen);
         goto fail;
     }
     bool more = yaml_document_get_root_node(&extra) != NULL;

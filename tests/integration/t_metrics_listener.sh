@@ -39,7 +39,8 @@ note "check: a broken key under metrics names file:line:column"
 gate_config "$TMP/typo.yaml" hold "$object" "$(printf 'metrics:\n  enabeld: true\n')"
 if "$SKEWGATE_BIN" check -c "$TMP/typo.yaml" 2>"$TMP/check.err"; then fail "a typo'd metrics key passed"; fi
 line=$(grep -n '^  enabeld:' "$TMP/typo.yaml" | cut -d: -f1)
-[ "$(cat "$TMP/check.err")" = "$TMP/typo.yaml:$line:3: metrics.enabeld: unknown key; did you mean \"enabled\"?" ] ||
+[ "$(head -1 "$TMP/check.err")" = "$TMP/typo.yaml:$line:3: metrics.enabeld: unknown key; did you mean \"enabled\"?" ] &&
+  [ "$(grep -c . "$TMP/check.err")" = 2 ] && grep -q '^note: .*checks across keys' "$TMP/check.err" ||
   fail "typo error: $(cat "$TMP/check.err")"
 gate_config "$TMP/badaddr.yaml" hold "$object" "$(metrics_yaml "master-0:22646")"
 if "$SKEWGATE_BIN" check -c "$TMP/badaddr.yaml" 2>"$TMP/check.err"; then fail "a hostname passed"; fi

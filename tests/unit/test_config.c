@@ -944,7 +944,7 @@ Test(cmd_check, valid_file_prints_ok, .init = redirect_both)
 Test(cmd_check, invalid_file_prints_the_error_and_exits_2, .init = redirect_both)
 {
     make_tmpdir();
-    char path[128], expected[256];
+    char path[128], expected[512];
     snprintf(path, sizeof path, "%s/bad.yaml", tmpdir);
     write_file(path, MINIMAL "reject: {mode: drop}\n");
     char *argv[] = {"check", "--config", path, NULL};
@@ -953,7 +953,9 @@ Test(cmd_check, invalid_file_prints_the_error_and_exits_2, .init = redirect_both
     rmdir(tmpdir);
     fflush(stderr);
     snprintf(expected, sizeof expected,
-             "%s:3:16: reject.mode: invalid value \"drop\": expected one of hold, deny, explain\n", path);
+             "%s:3:16: reject.mode: invalid value \"drop\": expected one of hold, deny, explain\n"
+             "note: %s: the checks across keys (addresses that overlap, keys that need or exclude others) run "
+             "once this error is fixed\n", path, path);
     cr_expect_stderr_eq_str(expected);
 }
 
@@ -1351,4 +1353,133 @@ Test(config, mcs_release_is_auto_or_a_quoted_release)
                  "from 13, e.g. \"4.22\"", unquoted);
         expect_error(text, want);
     }
+}
+
+/* --- Every error in one load (issue 33): `check` lists them all. */
+
+typedef struct collected {
+    char lines[8][CONFIG_ERR_LEN];
+    size_t n;
+} collected_t;
+
+static void collect(const char *msg, void *arg)
+{
+    collected_t *c = arg;
+    if (c->n < 8)
+        snprintf(c->lines[c->n], sizeof c->lines[0], "%s", msg);
+    c->n++;
+}
+
+static config_t *load_text(const char *text, config_report_t *report)
+{
+    char path[] = "/tmp/skewgate-test-config-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    config_t *cfg = config_load_report(path, report);
+    unlink(path);
+    return cfg;
+}
+
+Test(config, every_error_of_the_keys_is_told_in_order)
+{
+    collected_t c = {0};
+    config_report_t report = {.each = collect, .arg = &c};
+    config_t *cfg = load_text("listeners:\n  - address: \"0.0.0.0:22623\"\n    proxy_protocl: true\n"
+                              "limits:\n  header_timeout: 10x\n  idle_timeout: 5s\nreject:\n  mode: hodl\n",
+                              &report);
+    cr_expect_null(cfg);
+    config_free(cfg);
+    cr_assert_eq(report.n_errors, 3);
+    cr_expect_eq(c.n, 3);
+    cr_expect(report.rules_skipped);
+    cr_expect(strstr(c.lines[0], ":3:5: listeners[0].proxy_protocl: unknown key; did you mean \"proxy_protocol\"?"),
+              "%s", c.lines[0]);
+    cr_expect(strstr(c.lines[1], ":5:19: limits.header_timeout: invalid duration \"10x\""), "%s", c.lines[1]);
+    cr_expect(strstr(c.lines[2], ":8:9: reject.mode: invalid value \"hodl\": expected one of hold, deny, explain"),
+              "%s", c.lines[2]);
+}
+
+Test(config, first_error_says_how_many_more)
+{
+    expect_error("listeners:\n  - address: \"0.0.0.0:22623\"\n    proxy_protocl: true\nlimits:\n"
+                 "  header_timeout: 10x\nreject:\n  mode: hodl\n",
+                 "t.yaml:3:5: listeners[0].proxy_protocl: unknown key; did you mean \"proxy_protocol\"? "
+                 "(and 2 more: skewgate check -c t.yaml)");
+    /* One error: no count. */
+    expect_error(MINIMAL "reject:\n  mode: hodl\n",
+                 "t.yaml:4:9: reject.mode: invalid value \"hodl\": expected one of hold, deny, explain");
+}
+
+Test(config, the_count_survives_a_long_first_error)
+{
+    char text[2048];
+    snprintf(text, sizeof text, MINIMAL "gate:\n  prefixes: [\"/%0400d/..\"]\nreject:\n  mode: hodl\n", 0);
+    config_t *cfg = parse(text);
+    cr_expect_null(cfg);
+    config_free(cfg);
+    cr_expect(strlen(err) < sizeof err);
+    size_t len = strlen(err), tail = strlen(" (and 1 more: skewgate check -c t.yaml)");
+    cr_assert_gt(len, tail);
+    cr_expect_str_eq(err + len - tail, " (and 1 more: skewgate check -c t.yaml)", "%s", err);
+    cr_expect(!strncmp(err, "t.yaml:4:14: gate.prefixes[0]: ", 31), "%s", err);
+}
+
+Test(config, a_bad_listener_does_not_hide_the_next)
+{
+    collected_t c = {0};
+    config_report_t report = {.each = collect, .arg = &c};
+    config_t *cfg = load_text("listeners:\n  - address: \"0.0.0.0:99999\"\n  - adress: \"0.0.0.0:1\"\n"
+                              "  - address: \"0.0.0.0:2\"\n    trusted_proxies: [\"10.0.0.0/33\", \"x\"]\n"
+                              "redirect:\n  ports:\n    - {from: 0, to: 1}\n    - {form: 1}\n", &report);
+    cr_expect_null(cfg);
+    config_free(cfg);
+    cr_assert_eq(report.n_errors, 6, "got %zu", report.n_errors);
+    cr_expect(strstr(c.lines[0], ":2:14: listeners[0].address: invalid address"), "%s", c.lines[0]);
+    cr_expect(strstr(c.lines[1], ":3:5: listeners[1].adress: unknown key"), "%s", c.lines[1]);
+    cr_expect(strstr(c.lines[2], ":5:23: listeners[2].trusted_proxies[0]: "), "%s", c.lines[2]);
+    cr_expect(strstr(c.lines[3], ":5:38: listeners[2].trusted_proxies[1]: "), "%s", c.lines[3]);
+    cr_expect(strstr(c.lines[4], ":8:14: redirect.ports[0].from: "), "%s", c.lines[4]);
+    cr_expect(strstr(c.lines[5], ":9:8: redirect.ports[1].form: unknown key"), "%s", c.lines[5]);
+}
+
+Test(config, the_rules_across_keys_wait_for_the_keys)
+{
+    /* Two listeners on one address, and a typo: only the typo, as the
+     * overlap rule is not run on a file whose keys have errors. */
+    const char *both = "listeners:\n  - address: \"127.0.0.1:1\"\n  - address: \"127.0.0.1:1\"\nlog:\n  levle: info\n";
+    collected_t c = {0};
+    config_report_t report = {.each = collect, .arg = &c};
+    config_t *cfg = load_text(both, &report);
+    cr_expect_null(cfg);
+    config_free(cfg);
+    cr_expect_eq(report.n_errors, 1);
+    cr_expect(report.rules_skipped);
+    cr_expect(strstr(c.lines[0], ":5:3: log.levle: unknown key"), "%s", c.lines[0]);
+    collected_t c2 = {0};
+    config_report_t fixed = {.each = collect, .arg = &c2};
+    cfg = load_text("listeners:\n  - address: \"127.0.0.1:1\"\n  - address: \"127.0.0.1:1\"\n", &fixed);
+    cr_expect_null(cfg);
+    config_free(cfg);
+    cr_expect_eq(fixed.n_errors, 1);
+    cr_expect_not(fixed.rules_skipped);
+    cr_expect(strstr(c2.lines[0], ":3:14: listeners[1].address \"127.0.0.1:1\" and listeners[0].address"), "%s",
+              c2.lines[0]);
+}
+
+Test(config, syntax_and_file_errors_are_one_each)
+{
+    collected_t c = {0};
+    config_report_t report = {.each = collect, .arg = &c};
+    config_t *cfg = load_text("listeners:\n\t- address: \"0.0.0.0:22623\"\n", &report);
+    cr_expect_null(cfg);
+    cr_expect_eq(report.n_errors, 1);
+    cr_expect_not(report.rules_skipped);
+    cr_expect(strstr(c.lines[0], ":2:1: a tab character: YAML indents with spaces only"), "%s", c.lines[0]);
+    collected_t c2 = {0};
+    config_report_t missing = {.each = collect, .arg = &c2};
+    cr_expect_null(config_load_report("/nonexistent/skewgate.yaml", &missing));
+    cr_expect_eq(missing.n_errors, 1);
+    cr_expect_str_eq(c2.lines[0], "/nonexistent/skewgate.yaml: cannot open: No such file or directory");
 }

@@ -48,7 +48,52 @@ Test(ydoc, core_schema_for_plain_scalars_only)
 Test(ydoc, syntax_error_names_line_and_column)
 {
     cr_expect_null(yaml_to_json("a: 1\nb: [1, 2\n"));
-    cr_expect(strncmp(err, "3:", 2) == 0, "got %s", err);
+    cr_expect_str_eq(err, "2:4: this '[' has no closing ']' (or two of its entries lack a ',' between them)");
+}
+
+/* libyaml's texts ("found character that cannot start any token") become
+ * what the person did, at the line where they did it. */
+static void expect_syntax(const char *text, const char *expected)
+{
+    err[0] = '\0';
+    ydoc_t *d = ydoc_parse(text, strlen(text), err, sizeof err);
+    cr_expect_null(d, "parsed:\n%s", text);
+    ydoc_free(d);
+    cr_expect_str_eq(err, expected, "for:\n%s", text);
+}
+
+Test(ydoc, syntax_errors_in_words)
+{
+    expect_syntax("a:\n\t- b\n", "2:1: a tab character: YAML indents with spaces only");
+    expect_syntax("a:  b\n\tc: d\n", "2:1: a tab character: YAML indents with spaces only");
+    expect_syntax("a: |\n  x\n\ty\n", "3:1: a tab character: YAML indents with spaces only");
+    expect_syntax("a:\n    b: 1\n  c: 2\n",
+                  "3:3: bad indentation: this line starts at column 3, and the lines above start at column 5 "
+                  "(line 2) or column 1 (line 1)");
+    expect_syntax("a:\n  b: 1\n   c: 2\n",
+                  "3:4: bad indentation: this line is indented deeper than the line above (line 2), so it reads "
+                  "as the rest of that line's value; align its key with the keys above");
+    expect_syntax("a:\n  - b\n - c\n",
+                  "3:2: bad indentation: this line starts at column 2, and the lines above start at column 5 "
+                  "(line 2), column 3 (line 2) or column 1 (line 1)");
+    expect_syntax("a: b\n- c\n", "2:1: a list item ('- ') where the mapping above expects a key: a list goes "
+                  "under a key ending in ':', indented deeper than it");
+    expect_syntax("a: \"x\nb: c\n", "1:4: unclosed quote: the string that starts here has no closing \"");
+    expect_syntax("a: b\nc: 'x\n", "2:4: unclosed quote: the string that starts here has no closing '");
+    expect_syntax("a: b\nc\nd: e\n", "2:1: this line has no ':': a mapping's lines are KEY: VALUE (or indent "
+                  "the line deeper to continue the value above)");
+    expect_syntax("a: b: c\n", "1:5: a second ': ' on this line: a value holding ': ' must be in quotes");
+    expect_syntax("a: - b\n", "1:4: a list item ('- ') cannot follow a key on its line: start the list on the "
+                  "next line, indented");
+    expect_syntax("a: {b: 1\n", "1:4: this '{' has no closing '}' (or two of its entries lack a ',' between them)");
+    expect_syntax("a: [b,\n", "2:1: a value is missing here (a list or mapping left open, or a line cut short)");
+    expect_syntax("a: @b\n", "1:4: '@' cannot start a value: put the value in quotes");
+    expect_syntax("a: *b\n", "1:4: '*' starts an alias, and no anchor '&' of that name comes before it: put the "
+                  "value in quotes");
+    expect_syntax("a: \"x\\q\"\n", "1:6: unknown escape in a double-quoted string: write \\\\ for a "
+                  "backslash, or use single quotes");
+    expect_syntax("a: b\nc: \x01\n", "2:4: a control character (byte 0x01): only text may be in YAML");
+    expect_syntax("a: b\nc: \xff\n", "2:4: not UTF-8 text (byte 0xff: invalid leading UTF-8 octet)");
 }
 
 Test(ydoc, duplicate_key_is_an_error)
