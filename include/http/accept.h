@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/release.h"
+
 #include "core/ignition.h"
 
 /* What an MCS answers an Accept with: a spec it serves, which an explain
@@ -38,9 +40,7 @@ typedef enum {
 } mcs_family_t;
 
 #define MCS_FAMILY_NEWEST MCS_FAMILY_4_21
-/* The releases (4.N) the gate has read the code of: 4.13 to 4.23. */
-#define MCS_RELEASE_OLDEST 13u
-#define MCS_RELEASE_NEWEST 23u
+/* MCS_RELEASE_OLDEST, MCS_RELEASE_NEWEST: core/release.h. */
 
 /* "4.13-4.18", "4.19", "4.20", "4.21+"; "?" out of range. */
 const char *mcs_family_name(mcs_family_t family);

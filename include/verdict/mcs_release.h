@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/release.h"
 #include "http/accept.h"
 
 typedef enum {
@@ -21,8 +22,6 @@ typedef enum {
  * carries BootImageSkewEnforcement, so the oldest a cluster that sets the
  * object runs. */
 #define MCS_RELEASE_DEFAULT 22u
-/* Releases 4.N parse for MCS_RELEASE_OLDEST <= N <= MCS_RELEASE_MAX. */
-#define MCS_RELEASE_MAX 999u
 
 typedef struct mcs_release {
     unsigned minor;             /* release 4.minor */
@@ -35,9 +34,6 @@ const char *mcs_release_from_name(mcs_release_from_t from);
 /* The release for upstream.mcs_release's value: minor, or 0 for auto (the
  * default, until the cluster says otherwise). */
 mcs_release_t mcs_release_configured(unsigned minor);
-/* "4.22" into *minor: "4." and a decimal N without a leading zero,
- * MCS_RELEASE_OLDEST <= N <= MCS_RELEASE_MAX. 0 or -1. */
-int mcs_release_parse(const char *s, unsigned *minor);
 /* Newer than any release whose code the gate has read: read as the newest
  * family, which the gate logs. */
 bool mcs_release_newer_than_known(const mcs_release_t *r);

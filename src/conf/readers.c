@@ -10,7 +10,7 @@
 #include "core/ignition.h"
 #include "core/text.h"
 #include "core/version.h"
-#include "verdict/mcs_release.h"
+#include "core/release.h"
 
 int conf_read_workers(loader_t *ld, const ynode_t *node, const field_t *f, void *dst)
 {

@@ -24,25 +24,6 @@ mcs_release_t mcs_release_configured(unsigned minor)
     return (mcs_release_t){minor, mcs_family_of_release(minor), from};
 }
 
-int mcs_release_parse(const char *s, unsigned *minor)
-{
-    if (strncmp(s, "4.", 2) != 0)
-        return -1;
-    s += 2;
-    if (*s < '1' || *s > '9')
-        return -1;
-    unsigned n = 0;
-    for (; *s >= '0' && *s <= '9'; s++) {
-        n = n * 10 + (unsigned)(*s - '0');
-        if (n > MCS_RELEASE_MAX)
-            return -1;
-    }
-    if (*s || n < MCS_RELEASE_OLDEST)
-        return -1;
-    *minor = n;
-    return 0;
-}
-
 bool mcs_release_newer_than_known(const mcs_release_t *r)
 {
     return r->minor > MCS_RELEASE_NEWEST;
