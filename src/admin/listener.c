@@ -95,10 +95,43 @@ static json_t *admin_machines_json(const machines_watch_t *m)
                                   : json_null());
 }
 
+/* The last reload, if it was refused: {at, file, line, column (null when
+ * the error names no place in the file), location ("FILE[:LINE:COL]"),
+ * message, servingSince (when the configuration serving now was loaded),
+ * sha256 (of it)}; null while the last reload took, or without a file. */
+static json_t *admin_reload_refused_json(const config_reloads_t *r)
+{
+    if (!r || !r->last_error[0])
+        return json_null();
+    /* last_error is "FILE[:LINE:COL]: why", FILE the configuration's path. */
+    const char *e = r->last_error, *msg = e;
+    size_t plen = strlen(r->path), loc_len = 0;
+    unsigned line = 0, col = 0;
+    bool named = !strncmp(e, r->path, plen) && e[plen] == ':';
+    if (named) {
+        int n = 0;
+        if (sscanf(e + plen, ":%u:%u: %n", &line, &col, &n) == 2 && n > 0) {
+            loc_len = plen + (size_t)n - 2;
+            msg = e + plen + n;
+        } else {
+            line = col = 0;
+            loc_len = plen;
+            msg = e + plen + 1 + (e[plen + 1] == ' ');
+        }
+    }
+    char at[TIME_RFC3339_LEN], since[TIME_RFC3339_LEN];
+    return json_pack("{s:s, s:o, s:o, s:o, s:s%, s:s, s:s, s:s}", "at",
+                     time_format_rfc3339(r->failed_at, at, sizeof at), "file",
+                     named ? json_string(r->path) : json_null(), "line",
+                     line ? json_integer(line) : json_null(), "column", col ? json_integer(col) : json_null(),
+                     "location", named ? e : "", loc_len, "message", msg, "servingSince",
+                     time_format_rfc3339(r->loaded_at, since, sizeof since), "sha256", r->sha256);
+}
+
 /* The verdict, which source decided it, when that source last confirmed
  * its view (RFC 3339 UTC, null: never) and why it last failed ({message,
  * at}, null: never); with admission.machines on, its watch as
- * machinesWatch. */
+ * machinesWatch; the last reload if it was refused as reloadRefused. */
 static json_t *admin_verdict_json(const admin_t *a)
 {
     json_t *j = verdict_to_json(verdict_ctl_current(a->ctl));
@@ -120,6 +153,7 @@ static json_t *admin_verdict_json(const admin_t *a)
                                                    mcs_release_from_name(mcs->from)));
     if (admin_machines(a))
         json_object_set_new(j, "machinesWatch", admin_machines_json(admin_machines(a)));
+    json_object_set_new(j, "reloadRefused", admin_reload_refused_json(a->scrape.reloads));
     return j;
 }
 
@@ -198,8 +232,10 @@ static void admin_config(void *arg, struct evhttp_request *req)
     json_t *j = json_pack("{s:s, s:s, s:s, s:{s:I, s:I}}", "path", r->path, "sha256", r->sha256, "loaded_at",
                           time_format_rfc3339(r->loaded_at, when, sizeof when), "reloads", "success",
                           (json_int_t)r->success, "failure", (json_int_t)r->failure);
-    if (j && r->last_error[0])
+    if (j && r->last_error[0]) {
         json_object_set_new(j, "last_error", json_string(r->last_error));
+        json_object_set_new(j, "last_error_at", json_string(time_format_rfc3339(r->failed_at, when, sizeof when)));
+    }
     admin_json(req, j);
 }
 

@@ -91,8 +91,24 @@ static void status_print_machines(FILE *out, const json_t *w, time_t now)
     }
 }
 
+/* A refused reload first: the file on disk is not what serves. */
+static void status_print_reload_refused(FILE *out, const json_t *r, time_t now)
+{
+    char at[96], since[96];
+    status_when(json_string_value(json_object_get(r, "at")), now, at, sizeof at);
+    status_when(json_string_value(json_object_get(r, "servingSince")), now, since, sizeof since);
+    const char *loc = status_str(r, "location");
+    fprintf(out, "DEGRADED:    the last reload (at %s) was refused: %s%s%s\n", at, loc, *loc ? ": " : "",
+            status_str(r, "message"));
+    fprintf(out, "             the gate serves the configuration loaded at %s; fix the file, then reload "
+            "(SIGHUP)\n", since);
+}
+
 static void status_print_verdict(FILE *out, const json_t *v, const char *not_ready, time_t now)
 {
+    const json_t *refused = json_object_get(v, "reloadRefused");
+    if (json_is_object(refused))
+        status_print_reload_refused(out, refused, now);
     const char *decision = status_str(v, "decision"), *reason = status_str(v, "reason");
     const char *words = status_reason_words(reason);
     char when[96];
