@@ -279,8 +279,10 @@ static void check_usage(FILE *out)
             "\n"
             "Loads and validates a configuration file as 'skewgate run' would, and\n"
             "prints 'FILE: ok' (exit 0) or the first problem as FILE:LINE:COL (exit 2).\n"
-            "With admission.machines on, it then prints the RBAC rules the service\n"
-            "account needs (the gate's ClusterRole and the admission-machines component).\n"
+            "When the configuration talks to the API server (enforcement.source\n"
+            "kubernetes, or admission.machines on), it then prints the RBAC rules the\n"
+            "service account needs (the gate's ClusterRole; with admission.machines or\n"
+            "pacing, their components' rules too).\n"
             "\n"
             "options:\n"
             "  -c, --config FILE   the configuration file\n"
@@ -346,11 +348,12 @@ int cmd_check(int argc, char **argv)
         check_config_warnings(run.cfg, check_print_warning, NULL);
     check_pace_protection(run.cfg, check_print_warning, NULL);
     printf("%s: ok\n", path);
-    /* The admission policies and pacing's watch need more than the gate's
-     * base ClusterRole (deploy/kubernetes/components/admission-machines,
-     * .../pacing): say what. */
-    if (run.cfg->admission.machines.enabled ||
-        (run.cfg->pace.enabled && run.cfg->enforcement.source == SOURCE_KIND_KUBERNETES)) {
+    /* Every configuration that talks to the API server (the Kubernetes
+     * source, admission.machines, pacing's watch with the source) needs
+     * rules of its service account: the base ClusterRole's, and for the
+     * policies and pacing more (deploy/kubernetes/components/
+     * admission-machines, .../pacing): say what. */
+    if (run.cfg->admission.machines.enabled || run.cfg->enforcement.source == SOURCE_KIND_KUBERNETES) {
         char rules[2048];
         machines_watch_rbac(run.cfg, rules, sizeof rules);
         printf("rbac: the service account needs get, list and watch on:\n%s", rules);
