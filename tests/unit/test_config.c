@@ -960,7 +960,12 @@ Test(cmd_check, valid_file_prints_ok, .init = redirect_both)
     char *argv[] = {"check", "-c", SRCDIR "/conf/skewgate.yaml", NULL};
     cr_expect_eq(cmd_check(3, argv), 0);
     fflush(stdout);
-    cr_expect_stdout_eq_str(SRCDIR "/conf/skewgate.yaml: ok\n");
+    /* The reference config reads the API (enforcement.source: kubernetes):
+     * its rules follow (issue 33). */
+    cr_expect_stdout_eq_str(SRCDIR "/conf/skewgate.yaml: ok\n"
+                            "rbac: the service account needs get, list and watch on:\n"
+                            "  ClusterRole: apiGroups [operator.openshift.io] resources [machineconfigurations] "
+                            "verbs [get list watch] (enforcement.source: kubernetes)\n");
 }
 
 Test(cmd_check, invalid_file_prints_the_error_and_exits_2, .init = redirect_both)
