@@ -13,7 +13,8 @@
 #define ADMIN_CLIENT_DEFAULT_ADDR "127.0.0.1:22625"
 
 /* The listener to ask: admin_addr ("127.0.0.1:22625", or the path of a
- * unix socket, "/run/skewgate/admin.sock") if given, else the admin.socket
+ * unix socket: anything with a '/', "/run/skewgate/admin.sock", or
+ * "build/demo/admin.sock" from the current directory) if given, else the admin.socket
  * or, without one, the admin.address of the configuration file
  * config_path if given, else the default. 0, or -1 with err. */
 int admin_client_addr(const char *admin_addr, const char *config_path, config_addr_t *out, char *err,

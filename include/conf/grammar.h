@@ -34,7 +34,8 @@ bool grammar_addr_is_loopback(const config_addr_t *a);
  * Port 0 never clashes: the kernel picks a free port. */
 bool grammar_addrs_overlap(const config_addr_t *a, const config_addr_t *b);
 
-/* "10s", "250ms", "5m", "1h", "1h30m" -> milliseconds. 0 or -1. */
+/* "10s", "250ms", "5m", "1h", "1h30m", "7d" -> milliseconds (a day is
+ * 24h). 0 or -1. */
 int config_parse_duration(const char *s, uint64_t *ms);
 /* "16KiB", "16384", "1MiB" -> bytes. 0 or -1. */
 int config_parse_size(const char *s, uint64_t *bytes);

@@ -54,6 +54,7 @@ typedef struct config_reloads {
     time_t loaded_at;           /* when it was (wall clock) */
     uint64_t success, failure;
     char last_error[2 * CONFIG_ERR_LEN];   /* "" unless the last reload was refused: "FILE[:LINE:COL]: why" */
+    time_t failed_at;           /* when it was (wall clock); 0 while last_error is "" */
 } config_reloads_t;
 
 #endif

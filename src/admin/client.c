@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,11 +61,27 @@ int admin_client_token(const char *token_file, const char *config_path, kube_tok
 int admin_client_addr(const char *admin_addr, const char *config_path, config_addr_t *out, char *err,
                       size_t errlen)
 {
-    if (admin_addr && admin_addr[0] == '/')
-        return admin_client_unix(admin_addr, out, err, errlen);
+    /* An address never holds a '/': a path does, relative to the current
+     * directory unless it starts with one. */
+    if (admin_addr && strchr(admin_addr, '/')) {
+        if (admin_addr[0] == '/')
+            return admin_client_unix(admin_addr, out, err, errlen);
+        char cwd[PATH_MAX], path[PATH_MAX + 2];
+        if (!getcwd(cwd, sizeof cwd)) {
+            snprintf(err, errlen, "--admin %s: a relative path, and the current directory is unknown: %s",
+                     admin_addr, strerror(errno));
+            return -1;
+        }
+        if (snprintf(path, sizeof path, "%s/%s", cwd, admin_addr) >= (int)sizeof path) {
+            snprintf(err, errlen, "--admin %s: path too long", admin_addr);
+            return -1;
+        }
+        return admin_client_unix(path, out, err, errlen);
+    }
     if (admin_addr) {
         if (config_parse_addr(admin_addr, out) < 0) {
-            snprintf(err, errlen, "--admin %s: expected IP:PORT, e.g. 127.0.0.1:22625", admin_addr);
+            snprintf(err, errlen, "--admin %s: expected IP:PORT (127.0.0.1:22625) or the path of the admin "
+                     "socket, with a '/' (/run/skewgate/admin.sock, ./admin.sock)", admin_addr);
             return -1;
         }
         return 0;

@@ -26,6 +26,11 @@ int credential_init(credential_t *c, const char *token_file, char *err, size_t e
     return 0;
 }
 
+const char *credential_name(const credential_t *c)
+{
+    return c->token.path ? c->token.path : "";
+}
+
 void credential_free(credential_t *c)
 {
     kube_token_free(&c->token);

@@ -31,6 +31,11 @@ typedef struct credential {
 int credential_init(credential_t *c, const char *token_file, char *err, size_t errlen);
 void credential_free(credential_t *c);
 
+/* The credential's name, for a log line and a report of who changed the
+ * gate: the path of its token file (one credential today: whoever holds
+ * that file's token); "" when none is configured. Never the token. */
+const char *credential_name(const credential_t *c);
+
 /* authorization: the request's Authorization field, NULL when absent. */
 credential_result_t credential_check(credential_t *c, const char *authorization);
 

@@ -7,6 +7,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "admin/listener.h"
+#include "admin/override_form.h"
 #include "conf/grammar.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -16,12 +17,24 @@
 #include "scrape.h"
 #include "serve.h"
 
+/* Who set the local override last, and why. */
+typedef struct admin_setter {
+    bool by_socket;             /* else by admin.token_file's token over TCP */
+    unsigned uid;               /* by_socket: the peer's, SO_PEERCRED */
+    int pid;
+    char credential[CONFIG_SOCKET_PATH_MAX + 1];  /* !by_socket: credential_name */
+    char reason[OVERRIDE_REASON_MAX + 1];          /* "" none given */
+    time_t at;
+} admin_setter_t;
+
 struct admin {
     serve_t *serve;
     serve_t *socket;            /* admin.socket, if configured: the same routes */
     credential_t cred;          /* admin.token_file, for mutations over TCP */
     verdict_ctl_t *ctl;
     scrape_t scrape;
+    verdict_override_t local;   /* the local override as last set here */
+    admin_setter_t setter;      /* who set it, while local.active */
 };
 
 static void admin_json(struct evhttp_request *req, json_t *j)
@@ -58,16 +71,35 @@ static void admin_readyz(void *arg, struct evhttp_request *req)
         serve_text(req, 503, "Service Unavailable", why);
 }
 
+/* Whether the override deciding v is this gate's local one (else the
+ * cluster-wide annotation's): the local one wins while in force. */
+static bool admin_local_decides(const admin_t *a, const verdict_t *v)
+{
+    const verdict_override_t *o = &a->local;
+    return o->active && o->decision == v->decision && o->until == v->override_until;
+}
+
 /* The override in force, if the verdict is one: {decision, until (RFC
- * 3339, null: no expiry)}, else null. */
-static json_t *admin_override_json(const verdict_t *v)
+ * 3339, null: no expiry), origin (local: this gate's admin API; cluster:
+ * the annotation), setBy ({via: socket, uid, pid} or {via: token,
+ * credential}; null for the annotation), reason (null: none given), setAt
+ * (null for the annotation)}, else null. */
+static json_t *admin_override_json(const admin_t *a, const verdict_t *v)
 {
     if (v->reason != REASON_OVERRIDE)
         return json_null();
-    char until[TIME_RFC3339_LEN];
-    return json_pack("{s:s, s:o}", "decision", decision_name(v->decision), "until",
+    char until[TIME_RFC3339_LEN], at[TIME_RFC3339_LEN];
+    bool local = admin_local_decides(a, v);
+    const admin_setter_t *w = &a->setter;
+    json_t *by = !local        ? json_null()
+                 : w->by_socket ? json_pack("{s:s, s:I, s:i}", "via", "socket", "uid", (json_int_t)w->uid, "pid", w->pid)
+                                : json_pack("{s:s, s:s}", "via", "token", "credential", w->credential);
+    return json_pack("{s:s, s:o, s:s, s:o, s:o, s:o}", "decision", decision_name(v->decision), "until",
                      v->override_until ? json_string(time_format_rfc3339(v->override_until, until, sizeof until))
-                                       : json_null());
+                                       : json_null(),
+                     "origin", local ? "local" : "cluster", "setBy", by, "reason",
+                     local && w->reason[0] ? json_string(w->reason) : json_null(), "setAt",
+                     local ? json_string(time_format_rfc3339(w->at, at, sizeof at)) : json_null());
 }
 
 /* Wall-clock seconds as RFC 3339 UTC with milliseconds. */
@@ -95,10 +127,43 @@ static json_t *admin_machines_json(const machines_watch_t *m)
                                   : json_null());
 }
 
+/* The last reload, if it was refused: {at, file, line, column (null when
+ * the error names no place in the file), location ("FILE[:LINE:COL]"),
+ * message, servingSince (when the configuration serving now was loaded),
+ * sha256 (of it)}; null while the last reload took, or without a file. */
+static json_t *admin_reload_refused_json(const config_reloads_t *r)
+{
+    if (!r || !r->last_error[0])
+        return json_null();
+    /* last_error is "FILE[:LINE:COL]: why", FILE the configuration's path. */
+    const char *e = r->last_error, *msg = e;
+    size_t plen = strlen(r->path), loc_len = 0;
+    unsigned line = 0, col = 0;
+    bool named = !strncmp(e, r->path, plen) && e[plen] == ':';
+    if (named) {
+        int n = 0;
+        if (sscanf(e + plen, ":%u:%u: %n", &line, &col, &n) == 2 && n > 0) {
+            loc_len = plen + (size_t)n - 2;
+            msg = e + plen + n;
+        } else {
+            line = col = 0;
+            loc_len = plen;
+            msg = e + plen + 1 + (e[plen + 1] == ' ');
+        }
+    }
+    char at[TIME_RFC3339_LEN], since[TIME_RFC3339_LEN];
+    return json_pack("{s:s, s:o, s:o, s:o, s:s%, s:s, s:s, s:s}", "at",
+                     time_format_rfc3339(r->failed_at, at, sizeof at), "file",
+                     named ? json_string(r->path) : json_null(), "line",
+                     line ? json_integer(line) : json_null(), "column", col ? json_integer(col) : json_null(),
+                     "location", named ? e : "", loc_len, "message", msg, "servingSince",
+                     time_format_rfc3339(r->loaded_at, since, sizeof since), "sha256", r->sha256);
+}
+
 /* The verdict, which source decided it, when that source last confirmed
  * its view (RFC 3339 UTC, null: never) and why it last failed ({message,
  * at}, null: never); with admission.machines on, its watch as
- * machinesWatch. */
+ * machinesWatch; the last reload if it was refused as reloadRefused. */
 static json_t *admin_verdict_json(const admin_t *a)
 {
     json_t *j = verdict_to_json(verdict_ctl_current(a->ctl));
@@ -111,7 +176,7 @@ static json_t *admin_verdict_json(const admin_t *a)
     const char *why = source_last_error(src, &failed_at);
     json_object_set_new(j, "lastError", why ? json_pack("{s:s, s:o}", "message", why, "at", admin_when_json(failed_at))
                                             : json_null());
-    json_object_set_new(j, "override", admin_override_json(verdict_ctl_current(a->ctl)));
+    json_object_set_new(j, "override", admin_override_json(a, verdict_ctl_current(a->ctl)));
     const mcs_release_t *mcs = verdict_ctl_mcs_release(a->ctl);
     char release[16];
     snprintf(release, sizeof release, "4.%u", mcs->minor);
@@ -120,6 +185,7 @@ static json_t *admin_verdict_json(const admin_t *a)
                                                    mcs_release_from_name(mcs->from)));
     if (admin_machines(a))
         json_object_set_new(j, "machinesWatch", admin_machines_json(admin_machines(a)));
+    json_object_set_new(j, "reloadRefused", admin_reload_refused_json(a->scrape.reloads));
     return j;
 }
 
@@ -198,8 +264,10 @@ static void admin_config(void *arg, struct evhttp_request *req)
     json_t *j = json_pack("{s:s, s:s, s:s, s:{s:I, s:I}}", "path", r->path, "sha256", r->sha256, "loaded_at",
                           time_format_rfc3339(r->loaded_at, when, sizeof when), "reloads", "success",
                           (json_int_t)r->success, "failure", (json_int_t)r->failure);
-    if (j && r->last_error[0])
+    if (j && r->last_error[0]) {
         json_object_set_new(j, "last_error", json_string(r->last_error));
+        json_object_set_new(j, "last_error_at", json_string(time_format_rfc3339(r->failed_at, when, sizeof when)));
+    }
     admin_json(req, j);
 }
 
@@ -209,27 +277,23 @@ static void admin_metrics(void *arg, struct evhttp_request *req)
     scrape_metrics(&a->scrape, req);
 }
 
-/* The longest a local override may last: one that outlives the incident
- * it was set for is forgotten, and a gate that admits or holds against
- * the cluster's verdict for months is a misconfiguration. Longer needs a
- * deliberate renewal (or the cluster-wide annotation, which has no cap). */
-#define ADMIN_OVERRIDE_MAX_MS (7ull * 24 * 3600 * 1000)
-
-/* action and for= of the override form as an override; NULL or what is wrong. */
-static const char *admin_override_of(const char *action, const char *dur, verdict_override_t *o)
+/* action, for= and reason= of the override form as an override; NULL or
+ * what is wrong (in why[len]). */
+static const char *admin_override_of(const char *action, const char *dur, const char *reason,
+                                     verdict_override_t *o, char *why, size_t len)
 {
     uint64_t ms = 0;
     *o = (verdict_override_t){0};
     if (!action)
         return "missing action=admit|reject|clear";
+    if (reason && override_form_reason(reason, why + 8, len - 8) < 0)
+        return memcpy(why, "reason: ", 8);
     if (!strcmp(action, "clear"))
         return dur ? "for= goes with admit or reject, not clear" : NULL;
     if (strcmp(action, "admit") && strcmp(action, "reject"))
         return "action must be admit, reject or clear";
-    if (dur && (config_parse_duration(dur, &ms) < 0 || ms == 0))
-        return "for= must be a duration such as 30s, 10m, 1h";
-    if (ms > ADMIN_OVERRIDE_MAX_MS)
-        return "for= is at most 7d (168h): renew it, or use the cluster-wide annotation";
+    if (dur && override_form_duration(dur, true, &ms, why + 5, len - 5) < 0)
+        return memcpy(why, "for: ", 5);
     o->active = true;
     o->decision = strcmp(action, "admit") ? DECISION_REJECT : DECISION_ADMIT;
     if (dur) {
@@ -243,9 +307,11 @@ static const char *admin_override_of(const char *action, const char *dur, verdic
 }
 
 /* The override form: action=admit|reject|clear and, not with clear,
- * for=DURATION; from the body (application/x-www-form-urlencoded) or,
- * with an empty body, the query. 0, or -1 with *why. */
-static int admin_parse_override(struct evhttp_request *req, verdict_override_t *o, const char **why)
+ * for=DURATION, and reason=TEXT; from the body
+ * (application/x-www-form-urlencoded) or, with an empty body, the query.
+ * 0 (*reason NULL or copied into reason_buf), or -1 with *why. */
+static int admin_parse_override(struct evhttp_request *req, verdict_override_t *o, char *reason_buf,
+                                const char **why, char *why_buf, size_t why_len)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     char body[SERVE_MAX_BODY + 1];
@@ -254,25 +320,41 @@ static int admin_parse_override(struct evhttp_request *req, verdict_override_t *
     const char *form = n > 0 ? body : evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
     /* evhttp_parse_query_str initialises kv, and empties it on failure. */
     struct evkeyvalq kv;
+    reason_buf[0] = '\0';
     if (!form || evhttp_parse_query_str(form, &kv) < 0) {
-        *why = "expected action=admit|reject|clear[&for=DURATION]";
+        *why = "expected action=admit|reject|clear[&for=DURATION][&reason=TEXT]";
         return -1;
     }
-    const char *action = NULL, *dur = NULL;
+    const char *action = NULL, *dur = NULL, *reason = NULL;
     *why = NULL;
     for (struct evkeyval *e = kv.tqh_first; e && !*why; e = e->next.tqe_next) {
-        const char **field = !strcmp(e->key, "action") ? &action : !strcmp(e->key, "for") ? &dur : NULL;
+        const char **field = !strcmp(e->key, "action")   ? &action
+                             : !strcmp(e->key, "for")    ? &dur
+                             : !strcmp(e->key, "reason") ? &reason
+                                                         : NULL;
         if (!field)
-            *why = "unknown field: expected action=admit|reject|clear[&for=DURATION]";
+            *why = "unknown field: expected action=admit|reject|clear[&for=DURATION][&reason=TEXT]";
         else if (*field)
-            *why = field == &action ? "action= given twice" : "for= given twice";
+            *why = field == &action ? "action= given twice" : field == &dur ? "for= given twice" : "reason= given twice";
         else
             *field = e->value;
     }
     if (!*why)
-        *why = admin_override_of(action, dur, o);
+        *why = admin_override_of(action, dur, reason, o, why_buf, why_len);
+    if (!*why && reason)
+        snprintf(reason_buf, OVERRIDE_REASON_MAX + 1, "%s", reason);
     evhttp_clear_headers(&kv);
     return *why ? -1 : 0;
+}
+
+/* "uid 1000 (pid 4242) over the admin socket" or "the token of
+ * admin.token_file /etc/skewgate/admin.token over TCP". */
+static void admin_setter_text(const admin_setter_t *w, char *buf, size_t cap)
+{
+    if (w->by_socket)
+        snprintf(buf, cap, "uid %u (pid %d) over the admin socket", w->uid, w->pid);
+    else
+        snprintf(buf, cap, "the token of admin.token_file %s over TCP", w->credential);
 }
 
 static void admin_override(void *arg, struct evhttp_request *req)
@@ -280,14 +362,34 @@ static void admin_override(void *arg, struct evhttp_request *req)
     admin_t *a = arg;
     verdict_override_t o;
     const char *why;
-    if (admin_parse_override(req, &o, &why) < 0) {
+    char why_buf[256], reason[OVERRIDE_REASON_MAX + 1];
+    if (admin_parse_override(req, &o, reason, &why, why_buf, sizeof why_buf) < 0) {
         serve_text(req, 400, "Bad Request", why);
         return;
     }
+    /* Who: the socket's peer as the kernel names it; over TCP only the
+     * token's holder gets here (serve_authorized). */
+    admin_setter_t w = {.at = time(NULL)};
+    w.by_socket = serve_peer_cred(req, &w.uid, &w.pid);
+    if (!w.by_socket)
+        snprintf(w.credential, sizeof w.credential, "%s", credential_name(&a->cred));
+    snprintf(w.reason, sizeof w.reason, "%s", reason);
+    a->local = o;
+    a->setter = w;
     verdict_ctl_set_override(a->ctl, &o);
-    log_msg(LOG_WARN, "override", "local override via the admin API: %s%s",
-            o.active ? decision_name(o.decision) : "cleared",
-            o.active && o.until ? " (with expiry)" : "");
+    char by[CONFIG_SOCKET_PATH_MAX + 96], msg[CONFIG_SOCKET_PATH_MAX + OVERRIDE_REASON_MAX + 192];
+    admin_setter_text(&w, by, sizeof by);
+    snprintf(msg, sizeof msg, "local override via the admin API: %s%s, by %s%s%s%s",
+             o.active ? decision_name(o.decision) : "cleared", o.active && o.until ? " (with expiry)" : "", by,
+             w.reason[0] ? ": \"" : "", w.reason, w.reason[0] ? "\"" : "");
+    char until[TIME_RFC3339_LEN];
+    log_json(LOG_WARN, "override",
+             json_pack("{s:s, s:s, s:o, s:o, s:o}", "msg", msg, "action",
+                       o.active ? decision_name(o.decision) : "clear", "until",
+                       o.until ? json_string(time_format_rfc3339(o.until, until, sizeof until)) : json_null(), "by",
+                       w.by_socket ? json_pack("{s:s, s:I, s:i}", "via", "socket", "uid", (json_int_t)w.uid, "pid", w.pid)
+                                   : json_pack("{s:s, s:s}", "via", "token", "credential", w.credential),
+                       "reason", w.reason[0] ? json_string(w.reason) : json_null()));
     admin_json(req, admin_verdict_json(a));
 }
 

@@ -17,6 +17,7 @@ static const char page_html_text[] =
     "<body>\n"
     "<header><h1>skewgate</h1><span id=\"updated\">loading&hellip;</span></header>\n"
     "<section id=\"verdict\">\n"
+    "<p id=\"degraded\" class=\"reject\" role=\"alert\" hidden></p>\n"
     "<h2>Verdict: <span id=\"decision\">?</span> <span id=\"reason\"></span></h2>\n"
     "<p id=\"message\"></p>\n"
     "<dl>\n"
@@ -62,7 +63,7 @@ static const char page_style_text[] =
     "dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}\n"
     "dt{font-weight:bold}dd{margin:0}\n"
     "table{border-collapse:collapse}th,td{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}th{white-space:nowrap}\n"
-    "td.num{text-align:right}#error{color:#a11}\n";
+    "td.num{text-align:right}#error{color:#a11}#degraded{font-weight:bold}\n";
 
 /* Every value goes through text() or a cell's textContent. */
 static const char page_script_text[] =
@@ -103,8 +104,17 @@ static const char page_script_text[] =
     "  if (w) text('machines', w.state + ' since ' + w.since +\n"
     "              (w.lastList ? ', last list ' + w.lastList : ', never listed: every gated client is held') +\n"
     "              (w.lastError ? '; last error at ' + w.lastError.at + ': ' + w.lastError.message : ''));\n"
+    "  const r = v.reloadRefused;\n"
+    "  document.getElementById('degraded').hidden = !r;\n"
+    "  if (r) text('degraded', 'DEGRADED: the last reload (at ' + r.at + ') was refused: ' +\n"
+    "              (r.location ? r.location + ': ' : '') + r.message +\n"
+    "              '; the gate serves the configuration loaded at ' + r.servingSince);\n"
     "  const o = v.override;\n"
-    "  text('override', o ? o.decision + (o.until ? ' until ' + o.until : ', no expiry') : 'none');\n"
+    "  const by = o && o.setBy ? (o.setBy.via === 'socket' ? 'uid ' + o.setBy.uid + ' (pid ' + o.setBy.pid + ')'\n"
+    "                                                      : 'the token of ' + o.setBy.credential) : '';\n"
+    "  text('override', o ? o.decision + (o.until ? ' until ' + o.until : ', no expiry') +\n"
+    "                       (by ? ', set by ' + by + ' at ' + o.setAt : o.origin === 'cluster' ? ', the cluster-wide annotation' : '') +\n"
+    "                       (o.reason ? ': ' + o.reason : '') : 'none');\n"
     "}\n"
     "function showHeld(h) {\n"
     "  const body = document.getElementById('heldrows');\n"

@@ -63,6 +63,23 @@ void serve_reply(struct evhttp_request *req, int code, const char *reason, const
     evhttp_send_reply(req, code, reason, NULL);
 }
 
+bool serve_peer_cred(struct evhttp_request *req, unsigned *uid, int *pid)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    struct ucred cred;
+    socklen_t cred_len = sizeof cred;
+    if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) < 0 || ss.ss_family != AF_UNIX ||
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) < 0)
+        return false;
+    *uid = (unsigned)cred.uid;
+    *pid = (int)cred.pid;
+    return true;
+}
+
 void serve_text(struct evhttp_request *req, int code, const char *reason, const char *line)
 {
     char body[512];

@@ -61,6 +61,11 @@ void serve_require_credential(serve_t *s, credential_t *cred, const char *socket
 void serve_set_request_timeout(serve_t *s, uint64_t request_timeout_ms);
 void serve_free(serve_t *s);
 
+/* Who sent req. Over a unix socket: true, with the peer's uid and pid as
+ * the kernel says them (SO_PEERCRED, at its connect); over TCP: false
+ * (what vouches for it there is the credential serve checked). */
+bool serve_peer_cred(struct evhttp_request *req, unsigned *uid, int *pid);
+
 void serve_reply(struct evhttp_request *req, int code, const char *reason, const char *type, const char *body,
                  size_t len);
 /* line and a newline, text/plain. */

@@ -304,8 +304,10 @@ static void check_usage(FILE *out)
             "prints 'FILE: ok' (exit 0) or every problem it finds in the file, one\n"
             "FILE:LINE:COL: line each (at most 50), and exits 2. The checks across keys\n"
             "run once the keys read without errors; --files stops at its first problem.\n"
-            "With admission.machines on, it then prints the RBAC rules the service\n"
-            "account needs (the gate's ClusterRole and the admission-machines component).\n"
+            "When the configuration talks to the API server (enforcement.source\n"
+            "kubernetes, or admission.machines on), it then prints the RBAC rules the\n"
+            "service account needs (the gate's ClusterRole; with admission.machines or\n"
+            "pacing, their components' rules too).\n"
             "\n"
             "options:\n"
             "  -c, --config FILE   the configuration file\n"
@@ -372,11 +374,12 @@ int cmd_check(int argc, char **argv)
         check_config_warnings(run.cfg, check_print_warning, NULL);
     check_pace_protection(run.cfg, check_print_warning, NULL);
     printf("%s: ok\n", path);
-    /* The admission policies and pacing's watch need more than the gate's
-     * base ClusterRole (deploy/kubernetes/components/admission-machines,
-     * .../pacing): say what. */
-    if (run.cfg->admission.machines.enabled ||
-        (run.cfg->pace.enabled && run.cfg->enforcement.source == SOURCE_KIND_KUBERNETES)) {
+    /* Every configuration that talks to the API server (the Kubernetes
+     * source, admission.machines, pacing's watch with the source) needs
+     * rules of its service account: the base ClusterRole's, and for the
+     * policies and pacing more (deploy/kubernetes/components/
+     * admission-machines, .../pacing): say what. */
+    if (run.cfg->admission.machines.enabled || run.cfg->enforcement.source == SOURCE_KIND_KUBERNETES) {
         char rules[2048];
         machines_watch_rbac(run.cfg, rules, sizeof rules);
         printf("rbac: the service account needs get, list and watch on:\n%s", rules);

@@ -8,7 +8,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <event2/http.h>
+
 #include "admin/client.h"
+#include "admin/override_form.h"
 #include "conf/grammar.h"
 #include "cli/cmd.h"
 #include "cli/override_cluster.h"
@@ -16,20 +19,25 @@
 static void override_usage(FILE *out)
 {
     fprintf(out,
-            "usage: skewgate override admit|reject|clear [--for DURATION] [-c FILE | --admin ADDR|SOCKET]\n"
-            "                                          [--token-file FILE]\n"
+            "usage: skewgate override admit|reject|clear [--for DURATION] [--reason TEXT]\n"
+            "                                          [-c FILE | --admin ADDR|SOCKET] [--token-file FILE]\n"
             "       skewgate override admit|reject|clear [--for DURATION] --cluster [--kubeconfig FILE | -c FILE]\n"
             "\n"
             "Overrides the verdict of one running gate (admit or reject every gated\n"
             "request, whatever the MachineConfiguration says), or clears the override.\n"
             "It is local to that gate and lost on restart; for all replicas at once use\n"
             "--cluster (below).\n"
-            "  --for DURATION      lapse by itself after DURATION (30s, 10m, 1h); default never\n"
+            "  --for DURATION      lapse by itself after DURATION (90s, 10m, 1h30m, 7d; at most\n"
+            "                      7d, 168h); default never\n"
+            "  --reason TEXT       why, logged and shown by status with who set it (the\n"
+            "                      socket peer's uid and pid, or the token's file); one line,\n"
+            "                      at most 200 bytes\n"
             "  -c, --config FILE   the gate's configuration: its admin.socket if set (the\n"
             "                      socket's mode is the credential), else its admin.address\n"
             "                      with the token of its admin.token_file\n"
             "      --admin ADDR    the admin listener (default " ADMIN_CLIENT_DEFAULT_ADDR "), or the\n"
-            "                      path of its unix socket (/run/skewgate/admin.sock)\n"
+            "                      path of its unix socket (/run/skewgate/admin.sock; a\n"
+            "                      relative one, with a '/', from the current directory)\n"
             "      --token-file F  the bearer token to send over TCP (default: admin.token_file)\n"
             "\n"
             "With --cluster it sets (clear: removes) the annotation\n"
@@ -51,13 +59,15 @@ int cmd_override(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},
         {"admin", required_argument, NULL, 'a'},
         {"for", required_argument, NULL, 'f'},
+        {"reason", required_argument, NULL, 'r'},
         {"token-file", required_argument, NULL, 't'},
         {"cluster", no_argument, NULL, 'C'},
         {"kubeconfig", required_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *config_path = NULL, *admin = NULL, *duration = NULL, *token_file = NULL, *kubeconfig = NULL;
+    const char *config_path = NULL, *admin = NULL, *duration = NULL, *token_file = NULL, *kubeconfig = NULL,
+               *reason = NULL;
     bool cluster = false;
     int opt;
     optind = 1;
@@ -71,6 +81,9 @@ int cmd_override(int argc, char **argv)
             break;
         case 'f':
             duration = optarg;
+            break;
+        case 'r':
+            reason = optarg;
             break;
         case 't':
             token_file = optarg;
@@ -100,8 +113,22 @@ int cmd_override(int argc, char **argv)
         override_usage(stderr);
         return 2;
     }
-    if (duration && (!strcmp(action, "clear") || config_parse_duration(duration, &ms) < 0 || ms == 0)) {
-        fprintf(stderr, "skewgate override: --for takes a duration (30s, 10m, 1h) and goes with admit or reject\n");
+    char why[256];
+    if (duration && !strcmp(action, "clear")) {
+        fprintf(stderr, "skewgate override: --for goes with admit or reject, not clear\n");
+        return 2;
+    }
+    if (duration && override_form_duration(duration, !cluster, &ms, why, sizeof why) < 0) {
+        fprintf(stderr, "skewgate override: --for: %s\n", why);
+        return 2;
+    }
+    if (reason && override_form_reason(reason, why, sizeof why) < 0) {
+        fprintf(stderr, "skewgate override: --reason: %s\n", why);
+        return 2;
+    }
+    if (reason && cluster) {
+        fprintf(stderr, "skewgate override: --reason goes with a local override: the annotation has no place for "
+                "it (the API server's audit log records who patched it)\n");
         return 2;
     }
     if (cluster)
@@ -120,8 +147,15 @@ int cmd_override(int argc, char **argv)
         fprintf(stderr, "skewgate override: %s\n", err);
         return 2;
     }
-    char form[128];
-    snprintf(form, sizeof form, "action=%s%s%s", action, duration ? "&for=" : "", duration ? duration : "");
+    char form[128 + 3 * OVERRIDE_REASON_MAX];
+    char *encoded = reason ? evhttp_uriencode(reason, -1, 0) : NULL;
+    if (reason && !encoded) {
+        fprintf(stderr, "skewgate override: out of memory\n");
+        return 1;
+    }
+    snprintf(form, sizeof form, "action=%s%s%s%s%s", action, duration ? "&for=" : "", duration ? duration : "",
+             encoded ? "&reason=" : "", encoded ? encoded : "");
+    free(encoded);
     char *body = NULL;
     int status = admin_client_request_auth(&addr, have_token ? token.value : NULL, "POST", "/override", form,
                                            &body, err, sizeof err);

@@ -21,7 +21,8 @@ static void status_usage(FILE *out)
             "Asks a running gate's admin listener for its current verdict, the health of\n"
             "its verdict source and the nodes it holds, and prints a summary.\n"
             "  -c, --config FILE   the gate's configuration: its admin.address\n"
-            "      --admin ADDR    the admin listener (default " ADMIN_CLIENT_DEFAULT_ADDR ")\n"
+            "      --admin ADDR    the admin listener (default " ADMIN_CLIENT_DEFAULT_ADDR "), or the path\n"
+            "                      of its unix socket (with a '/': relative from here)\n"
             "  -o, --output FMT    text (default): the summary and the held-nodes table;\n"
             "                      json: GET /verdict's object with GET /held's as \"held\"\n"
             "\n"
@@ -71,6 +72,51 @@ static int status_of_verdict(const json_t *verdict)
     if (rc == 1)
         fprintf(stderr, "skewgate status: the gate's answer holds no decision\n");
     return rc;
+}
+
+/* word as the shell reads it back: as is when plain, else in single quotes. */
+static void status_shell_word(const char *word, char *out, size_t cap)
+{
+    if (word[0] && strspn(word, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:@%+=,-") ==
+                       strlen(word)) {
+        snprintf(out, cap, "%s", word);
+        return;
+    }
+    size_t at = 0;
+    if (cap < 3)
+        return;
+    out[at++] = '\'';
+    for (const char *p = word; *p && at + 6 < cap; p++) {
+        if (*p == '\'') {
+            memcpy(out + at, "'\\''", 4);
+            at += 4;
+        } else {
+            out[at++] = *p;
+        }
+    }
+    out[at++] = '\'';
+    out[at] = '\0';
+}
+
+/* The flags that reach the gate's admin listener for a change, as the
+ * user gave them: -c FILE and a socket path work as they are; a TCP
+ * address needs the token besides. NULL: none given (the default). */
+static const char *status_how(const char *config_path, const char *admin, char *buf, size_t cap)
+{
+    char word[1024];
+    if (config_path) {
+        status_shell_word(config_path, word, sizeof word);
+        snprintf(buf, cap, "-c %s", word);
+    } else if (admin) {
+        status_shell_word(admin, word, sizeof word);
+        snprintf(buf, cap, strchr(admin, '/') ? "--admin %s"
+                                              : "--admin %s --token-file FILE (admin.token_file), or -c with the "
+                                                "gate's configuration",
+                 word);
+    } else {
+        return NULL;
+    }
+    return buf;
 }
 
 int cmd_status(int argc, char **argv)
@@ -132,7 +178,9 @@ int cmd_status(int argc, char **argv)
         fputc('\n', stdout);
     } else {
         char *not_ready = status_not_ready(&addr);
-        status_print_text(stdout, verdict, not_ready, held, time(NULL));
+        char how[1200];
+        status_print_text_with(stdout, verdict, not_ready, held, time(NULL),
+                               status_how(config_path, admin, how, sizeof how));
         free(not_ready);
     }
     json_decref(held);

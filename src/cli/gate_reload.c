@@ -338,6 +338,7 @@ static void reload_refused(gate_t *g, const char *why)
 {
     g->reloads.failure++;
     snprintf(g->reloads.last_error, sizeof g->reloads.last_error, "%s", why);
+    g->reloads.failed_at = time(NULL);
     log_msg(LOG_ERROR, "reload", "refused, the running configuration keeps serving: %s", why);
 }
 
@@ -430,6 +431,7 @@ static void reload_on_ack(evutil_socket_t fd, short what, void *arg)
     g->reloads.success++;
     g->reloads.loaded_at = time(NULL);
     g->reloads.last_error[0] = '\0';
+    g->reloads.failed_at = 0;
     snprintf(g->reloads.sha256, sizeof g->reloads.sha256, "%s", g->cfg->sha256);
     log_json(LOG_INFO, "reload",
              json_pack("{s:s, s:s, s:s, s:i}", "msg", "configuration reloaded: every worker serves it", "path",

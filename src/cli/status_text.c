@@ -91,8 +91,48 @@ static void status_print_machines(FILE *out, const json_t *w, time_t now)
     }
 }
 
-static void status_print_verdict(FILE *out, const json_t *v, const char *not_ready, time_t now)
+/* A refused reload first: the file on disk is not what serves. */
+static void status_print_reload_refused(FILE *out, const json_t *r, time_t now)
 {
+    char at[96], since[96];
+    status_when(json_string_value(json_object_get(r, "at")), now, at, sizeof at);
+    status_when(json_string_value(json_object_get(r, "servingSince")), now, since, sizeof since);
+    const char *loc = status_str(r, "location");
+    fprintf(out, "DEGRADED:    the last reload (at %s) was refused: %s%s%s\n", at, loc, *loc ? ": " : "",
+            status_str(r, "message"));
+    fprintf(out, "             the gate serves the configuration loaded at %s; fix the file, then reload "
+            "(SIGHUP)\n", since);
+}
+
+/* Who set the local override and why (a gate before these fields, or
+ * the annotation's: nothing). */
+static void status_print_setter(FILE *out, const json_t *o, time_t now)
+{
+    const json_t *by = json_object_get(o, "setBy");
+    const char *origin = status_str(o, "origin");
+    if (!strcmp(origin, "cluster")) {
+        fprintf(out, "             set by the cluster-wide annotation (its author: the API server's audit log)\n");
+        return;
+    }
+    if (!json_is_object(by))
+        return;
+    char at[96];
+    status_when(json_string_value(json_object_get(o, "setAt")), now, at, sizeof at);
+    if (!strcmp(status_str(by, "via"), "socket"))
+        fprintf(out, "             set by uid %lld (pid %lld) over the admin socket at %s\n",
+                (long long)json_integer_value(json_object_get(by, "uid")),
+                (long long)json_integer_value(json_object_get(by, "pid")), at);
+    else
+        fprintf(out, "             set with the token of admin.token_file %s at %s\n", status_str(by, "credential"), at);
+    const char *reason = json_string_value(json_object_get(o, "reason"));
+    fprintf(out, "             reason: %s\n", reason ? reason : "none given (skewgate override --reason TEXT)");
+}
+
+static void status_print_verdict(FILE *out, const json_t *v, const char *not_ready, time_t now, const char *how)
+{
+    const json_t *refused = json_object_get(v, "reloadRefused");
+    if (json_is_object(refused))
+        status_print_reload_refused(out, refused, now);
     const char *decision = status_str(v, "decision"), *reason = status_str(v, "reason");
     const char *words = status_reason_words(reason);
     char when[96];
@@ -144,7 +184,11 @@ static void status_print_verdict(FILE *out, const json_t *v, const char *not_rea
             status_when(until, now, when, sizeof when);
         fprintf(out, "Override:    %s, %s%s\n", status_str(o, "decision"), until ? "lapses " : "no expiry",
                 until ? when : "");
-        fprintf(out, "             undo: skewgate override clear\n");
+        status_print_setter(out, o, now);
+        if (strcmp(status_str(o, "origin"), "cluster"))
+            fprintf(out, "             undo: skewgate override clear %s\n", how);
+        else
+            fprintf(out, "             undo: skewgate override clear --cluster\n");
     } else {
         fprintf(out, "Override:    none\n");
     }
@@ -307,9 +351,14 @@ static void status_print_pace_protection(FILE *out, const json_t *pace)
     fprintf(out, "  protected: NO, %s\n", *status_str(pace, "warning") ? status_str(pace, "warning") : protection);
 }
 
-void status_print_text(FILE *out, const json_t *verdict, const char *not_ready, const json_t *held, time_t now)
+void status_print_text_with(FILE *out, const json_t *verdict, const char *not_ready, const json_t *held,
+                            time_t now, const char *how_flags)
 {
-    status_print_verdict(out, verdict, not_ready, now);
+    /* Without the flags, the default TCP address: a change there needs the token. */
+    status_print_verdict(out, verdict, not_ready, now,
+                         how_flags ? how_flags
+                                   : "--admin 127.0.0.1:22625 --token-file FILE (admin.token_file), or -c with the "
+                                     "gate's configuration");
     if (held)
         status_print_held(out, held);
     const json_t *pace = held ? json_object_get(held, "pace") : NULL;
@@ -317,4 +366,9 @@ void status_print_text(FILE *out, const json_t *verdict, const char *not_ready, 
         status_print_pace(out, pace);
     if (pace)
         status_print_pace_protection(out, pace);
+}
+
+void status_print_text(FILE *out, const json_t *verdict, const char *not_ready, const json_t *held, time_t now)
+{
+    status_print_text_with(out, verdict, not_ready, held, now, NULL);
 }

@@ -15,6 +15,12 @@
  * is left to its own line); held: GET /held's object (NULL: the gate did
  * not say). */
 void status_print_text(FILE *out, const json_t *verdict, const char *not_ready, const json_t *held, time_t now);
+/* The same, with the hints that change the gate (undo: skewgate override
+ * clear ...) printed with how_flags: the flags that reach its admin
+ * listener as the user gave them ("-c FILE", "--admin SOCKET"; NULL:
+ * none). */
+void status_print_text_with(FILE *out, const json_t *verdict, const char *not_ready, const json_t *held,
+                            time_t now, const char *how_flags);
 
 /* A reason's name in words: "OutOfSkew" -> "the boot images are older
  * than the release supports"; NULL for a name it does not know. */

@@ -29,21 +29,23 @@ bool grammar_decimal(const char **p, uint64_t *out, bool *overflow)
     return true;
 }
 
-/* Largest first; "ms" is matched before "m". */
+/* Largest first; "ms" is matched before "m". Days are 24h: a duration
+ * here is elapsed time, not the calendar. */
 static const struct duration_unit {
     const char *suffix;
     uint64_t ms;
-} duration_units[] = {{"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
+} duration_units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
+enum { DURATION_UNIT_MS = 4 };
 
 static const char duration_syntax[] =
-    "expected a whole number and a unit (h, m, s, ms), e.g. 250ms, 10s, 5m, 1h30m";
+    "expected a whole number and a unit (d, h, m, s, ms), e.g. 250ms, 10s, 5m, 1h30m, 7d";
 
 /* The index of the unit at p, or -1. */
 static int duration_unit_at(const char *p)
 {
     if (p[0] == 'm' && p[1] == 's')
-        return 3;
-    for (int i = 0; i < 3; i++)
+        return DURATION_UNIT_MS;
+    for (int i = 0; i < DURATION_UNIT_MS; i++)
         if (*p == duration_units[i].suffix[0])
             return i;
     return -1;
@@ -68,7 +70,10 @@ int grammar_duration(const char *s, uint64_t *ms, const char **why)
         }
         int unit = duration_unit_at(p);
         if (unit < next_unit) {
-            *why = duration_syntax;
+            /* The two mistakes people make, named: 90 for 90s, 1.5h for 1h30m. */
+            *why = !*p ? "a number needs a unit (d, h, m, s, ms), e.g. 90s"
+                   : *p == '.' || *p == ',' ? "whole numbers of each unit: 1h30m, not 1.5h"
+                                            : duration_syntax;
             return -1;
         }
         p += strlen(duration_units[unit].suffix);
@@ -125,7 +130,8 @@ void grammar_format_duration(uint64_t ms, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < sizeof duration_units / sizeof duration_units[0]; i++) {
+    /* From hours down: "168h" reads as the limit it is, not "7d". */
+    for (size_t i = 1; i < sizeof duration_units / sizeof duration_units[0]; i++) {
         uint64_t n = ms / duration_units[i].ms;
         ms %= duration_units[i].ms;
         if (n && used < len)

@@ -51,7 +51,11 @@ pace:
 EOF
 "$SKEWGATE_BIN" check -c "$TMP/gate-pace.yaml" >"$TMP/check-pace.out" || fail "check refused the pacing config"
 plain=$(printf 'listeners:\n  - address: "127.0.0.1:0"\n' >"$TMP/plain.yaml"; "$SKEWGATE_BIN" check -c "$TMP/plain.yaml")
-[ "$plain" = "$TMP/plain.yaml: ok" ] || fail "check printed RBAC for a config without admission.machines: $plain"
+# The default source is the API's: the base ClusterRole's rule, and no component's.
+[ "$plain" = "$TMP/plain.yaml: ok
+rbac: the service account needs get, list and watch on:
+  ClusterRole: apiGroups [operator.openshift.io] resources [machineconfigurations] verbs [get list watch] (enforcement.source: kubernetes)" ] ||
+  fail "check printed other rules than the base ClusterRole's for a config without admission.machines or pacing: $plain"
 
 note "each set of components grants exactly those rules, and nothing else is changed"
 rules() {   # RENDERED CHECK_OUTPUT N_RULES NAMESPACES...: the added objects' namespaces, exactly

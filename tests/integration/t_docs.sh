@@ -12,7 +12,10 @@
 # - every flag that `skewgate --help` and each subcommand's --help print
 #   appears in docs/cli.md;
 # - README.md stays a five-minute read (at most 220 lines), and the
-#   relative links of README.md and docs/*.md point at files that exist.
+#   relative links of README.md and docs/*.md point at files that exist,
+#   as does every file README.md names in backquotes (`docs/x.md`,
+#   `tools/image.sh`: a name with a '/' or a .md name), so that it sends
+#   no reader to a file the repository does not have (DESIGN.md, issue 33).
 # The checker is then run on a copy with one key's row removed, which must
 # fail naming the key.
 . "$(dirname "$0")/lib.sh"
@@ -120,6 +123,16 @@ for path in docs:
         if not os.path.exists(os.path.join(os.path.dirname(path), target)):
             problems.append("%s: the link %s points at nothing" % (os.path.relpath(path, root), target))
 
+# Files the README names in backquotes: a path (with a '/'; not absolute,
+# not under build/, which make writes) or a .md file, relative to the
+# repository.
+readme_text = open(readme).read()
+for name in sorted(set(re.findall(r"`([A-Za-z0-9_.][A-Za-z0-9_./-]*)`", readme_text))):
+    if not (name.endswith(".md") or "/" in name) or name.startswith(("/", "build/")) or "://" in name:
+        continue
+    if not os.path.exists(os.path.join(root, name)) and not os.path.exists(os.path.join(root, name.rstrip("/"))):
+        problems.append("README.md: `%s` is not a file of the repository" % name)
+
 for p in problems:
     print(p, file=sys.stderr)
 sys.exit(1 if problems else 0)
@@ -138,4 +151,12 @@ sed -i '/^| `limits.max_buffered` |/d' "$TMP/tree/docs/configuration.md"
 if python3 "$TMP/check_docs.py" "$TMP/tree" "$SKEWGATE_BIN" 2>"$TMP/err"; then fail "a missing key passed"; fi
 grep -qx 'docs/configuration.md: limits.max_buffered is not in the reference table' "$TMP/err" ||
   fail "missing key: $(cat "$TMP/err")"
+
+note "a copy whose README names a file the repository lacks fails, naming it"
+cp "$ROOT"/docs/* "$TMP/tree/docs/"
+for d in bench tests tools deploy; do ln -sfn "$ROOT/$d" "$TMP/tree/$d"; done
+python3 "$TMP/check_docs.py" "$TMP/tree" "$SKEWGATE_BIN" || fail "the unchanged copy fails"
+printf 'The design is in `DESIGN.md`.\n' >>"$TMP/tree/README.md"
+if python3 "$TMP/check_docs.py" "$TMP/tree" "$SKEWGATE_BIN" 2>"$TMP/err"; then fail "a README naming DESIGN.md passed"; fi
+grep -qx 'README.md: `DESIGN.md` is not a file of the repository' "$TMP/err" || fail "DESIGN.md: $(cat "$TMP/err")"
 echo PASS

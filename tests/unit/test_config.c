@@ -235,7 +235,7 @@ Test(config, bad_duration_points_at_the_value)
 {
     expect_error(MINIMAL "upstream:\n  connect_timeout: 10x\n",
                  "t.yaml:4:20: upstream.connect_timeout: invalid duration \"10x\": expected a whole "
-                 "number and a unit (h, m, s, ms), e.g. 250ms, 10s, 5m, 1h30m");
+                 "number and a unit (d, h, m, s, ms), e.g. 250ms, 10s, 5m, 1h30m, 7d");
 }
 
 Test(config, zero_duration_is_refused_where_it_makes_no_sense)
@@ -789,6 +789,8 @@ Test(config, duration_table)
         {"1.5s", -1, 0},       {"30m1h", -1, 0},    {"1s1s", -1, 0},        {"s", -1, 0},
         {" 10s", -1, 0},       {"10s ", -1, 0},     {"5124095576030431h", -1, 0},
         {"18446744073709551616ms", -1, 0},          {"18446744073709551615ms", 0, UINT64_MAX},
+        {"7d", 0, 604800000},  {"1d12h", 0, 129600000}, {"12h1d", -1, 0},   {"1.5h", -1, 0},
+        {"213503982335d", -1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t ms = 0;
@@ -797,6 +799,26 @@ Test(config, duration_table)
         if (rc == 0 && cases[i].rc == 0)
             cr_expect_eq(ms, cases[i].ms, "\"%s\": %llu ms", cases[i].text, (unsigned long long)ms);
     }
+}
+
+/* What is wrong, named: a missing unit and a fraction each their own rule. */
+Test(config, duration_mistakes_named)
+{
+    static const struct { const char *text, *why; } cases[] = {
+        {"90", "a number needs a unit (d, h, m, s, ms), e.g. 90s"},
+        {"1.5h", "whole numbers of each unit: 1h30m, not 1.5h"},
+        {"-1m", "a duration cannot be negative"},
+        {"5 minutes", "expected a whole number and a unit (d, h, m, s, ms), e.g. 250ms, 10s, 5m, 1h30m, 7d"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t ms;
+        const char *why = NULL;
+        cr_expect_eq(grammar_duration(cases[i].text, &ms, &why), -1, "%s", cases[i].text);
+        cr_expect_str_eq(why, cases[i].why, "%s", cases[i].text);
+    }
+    char text[32];
+    grammar_format_duration(604800000, text, sizeof text);
+    cr_expect_str_eq(text, "168h");
 }
 
 Test(config, size_table)
@@ -938,7 +960,12 @@ Test(cmd_check, valid_file_prints_ok, .init = redirect_both)
     char *argv[] = {"check", "-c", SRCDIR "/conf/skewgate.yaml", NULL};
     cr_expect_eq(cmd_check(3, argv), 0);
     fflush(stdout);
-    cr_expect_stdout_eq_str(SRCDIR "/conf/skewgate.yaml: ok\n");
+    /* The reference config reads the API (enforcement.source: kubernetes):
+     * its rules follow (issue 33). */
+    cr_expect_stdout_eq_str(SRCDIR "/conf/skewgate.yaml: ok\n"
+                            "rbac: the service account needs get, list and watch on:\n"
+                            "  ClusterRole: apiGroups [operator.openshift.io] resources [machineconfigurations] "
+                            "verbs [get list watch] (enforcement.source: kubernetes)\n");
 }
 
 Test(cmd_check, invalid_file_prints_the_error_and_exits_2, .init = redirect_both)

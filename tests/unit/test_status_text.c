@@ -67,6 +67,41 @@ Test(status_text, the_summary_of_a_held_node)
     json_decref(held);
 }
 
+/* A refused reload comes first and says when, where, why and what serves;
+ * a local override says who set it and why, and its undo hint carries the
+ * flags status was run with (issue 33). */
+Test(status_text, a_refused_reload_and_who_set_the_override)
+{
+    json_t *v = json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:{s:s, s:i, s:i}, s:s, s:s}, "
+                          "s:{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:s}}",
+                          "decision", "reject", "reason", "Override", "source", "file", "override", "decision",
+                          "reject", "until", "2026-12-01T10:30:00Z", "origin", "local",
+                          "setBy", "via", "socket", "uid", 1000, "pid", 4242, "reason", "rack 4", "setAt",
+                          "2026-12-01T10:08:00Z", "reloadRefused", "at", "2026-12-01T10:09:00Z", "file",
+                          "/etc/skewgate/skewgate.yaml", "line", 31, "column", 3, "location",
+                          "/etc/skewgate/skewgate.yaml:31:3", "message", "upstream.adress: unknown key",
+                          "servingSince", "2026-12-01T09:00:00Z", "sha256", "ab");
+    cr_assert(v);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    status_print_text_with(f, v, NULL, NULL, 1796119800, "--admin /run/skewgate/admin.sock");
+    fclose(f);
+    cr_assert_eq(strncmp(text, "DEGRADED:    the last reload (at 2026-12-01T10:09:00Z (1m00s ago)) was refused: "
+                               "/etc/skewgate/skewgate.yaml:31:3: upstream.adress: unknown key\n"
+                               "             the gate serves the configuration loaded at 2026-12-01T09:00:00Z "
+                               "(1h10m ago); fix the file, then reload (SIGHUP)\n"
+                               "Decision:    HOLD", 249), 0, "%s", text);
+    cr_assert_not_null(strstr(text, "Override:    reject, lapses 2026-12-01T10:30:00Z (in 20m00s)\n"
+                                    "             set by uid 1000 (pid 4242) over the admin socket at "
+                                    "2026-12-01T10:08:00Z (2m00s ago)\n"
+                                    "             reason: rack 4\n"
+                                    "             undo: skewgate override clear --admin /run/skewgate/admin.sock\n"),
+                       "%s", text);
+    free(text);
+    json_decref(v);
+}
+
 /* A refusal by an admission policy has no pool (issue 20.5): a dash keeps
  * the column. */
 Test(status_text, a_refusal_shows_a_dash_for_its_pool)
