@@ -346,11 +346,13 @@ int cmd_check(int argc, char **argv)
         check_config_warnings(run.cfg, check_print_warning, NULL);
     check_pace_protection(run.cfg, check_print_warning, NULL);
     printf("%s: ok\n", path);
-    /* The admission policies and pacing's watch need more than the gate's
-     * base ClusterRole (deploy/kubernetes/components/admission-machines,
-     * .../pacing): say what. */
-    if (run.cfg->admission.machines.enabled ||
-        (run.cfg->pace.enabled && run.cfg->enforcement.source == SOURCE_KIND_KUBERNETES)) {
+    /* The admission policies and pacing's watch need more than the
+     * machineconfigurations rule (deploy/kubernetes/components/
+     * admission-machines, .../pacing), and so does upstream.mcs_release
+     * auto with the kubernetes source (the base's ClusterRole): say what. */
+    bool kube = run.cfg->enforcement.source == SOURCE_KIND_KUBERNETES;
+    if (run.cfg->admission.machines.enabled || (run.cfg->pace.enabled && kube) ||
+        (kube && run.cfg->upstream.mcs_release == 0)) {
         char rules[2048];
         machines_watch_rbac(run.cfg, rules, sizeof rules);
         printf("rbac: the service account needs get, list and watch on:\n%s", rules);
