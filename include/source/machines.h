@@ -92,11 +92,13 @@ bool machines_watch_ready(const machines_watch_t *m, const char **why);
  * collection has been listed since the start. */
 int64_t machines_watch_machine_count(const machines_watch_t *m);
 
-/* The RBAC rules cfg needs of the API server (the verdict source's,
+/* The RBAC rules cfg needs of the API server (the verdict source's, the
+ * machine-config ClusterOperator's for upstream.mcs_release auto,
  * admission.machines', and pace's Nodes and CSRs with the kubernetes
  * source), as `skewgate check` prints
- * them: one "  KIND[ in NAMESPACE]: apiGroups [..] resources [..] verbs
- * [get list watch] (WHY)" line each, into buf[len] (cut short if small). */
+ * them: one "  KIND[ in NAMESPACE]: apiGroups [..] resources [..]
+ * [resourceNames [..] ]verbs [get list watch] (WHY)" line each, into
+ * buf[len] (cut short if small). */
 void machines_watch_rbac(const config_t *cfg, char *buf, size_t len);
 
 #endif

@@ -180,9 +180,13 @@ static json_t *admin_verdict_json(const admin_t *a)
     const mcs_release_t *mcs = verdict_ctl_mcs_release(a->ctl);
     char release[16];
     snprintf(release, sizeof release, "4.%u", mcs->minor);
-    json_object_set_new(j, "mcsRelease", json_pack("{s:s, s:s, s:s}", "release", release, "family",
-                                                   mcs_family_name(mcs->family), "from",
-                                                   mcs_release_from_name(mcs->from)));
+    json_t *m = json_pack("{s:s, s:s, s:s}", "release", release, "family", mcs_family_name(mcs->family), "from",
+                          mcs_release_from_name(mcs->from));
+    if (m && mcs->version[0])
+        json_object_set_new(m, "version", json_string(mcs->version));
+    if (m && mcs->why[0])
+        json_object_set_new(m, "why", json_string(mcs->why));
+    json_object_set_new(j, "mcsRelease", m);
     if (admin_machines(a))
         json_object_set_new(j, "machinesWatch", admin_machines_json(admin_machines(a)));
     json_object_set_new(j, "reloadRefused", admin_reload_refused_json(a->scrape.reloads));

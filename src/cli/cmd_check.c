@@ -375,10 +375,11 @@ int cmd_check(int argc, char **argv)
     check_pace_protection(run.cfg, check_print_warning, NULL);
     printf("%s: ok\n", path);
     /* Every configuration that talks to the API server (the Kubernetes
-     * source, admission.machines, pacing's watch with the source) needs
-     * rules of its service account: the base ClusterRole's, and for the
-     * policies and pacing more (deploy/kubernetes/components/
-     * admission-machines, .../pacing): say what. */
+     * source, admission.machines, pacing's watch with the source,
+     * upstream.mcs_release auto's ClusterOperator watch) needs rules of
+     * its service account: the base ClusterRole's, and for the policies
+     * and pacing more (deploy/kubernetes/components/admission-machines,
+     * .../pacing): say what. */
     if (run.cfg->admission.machines.enabled || run.cfg->enforcement.source == SOURCE_KIND_KUBERNETES) {
         char rules[2048];
         machines_watch_rbac(run.cfg, rules, sizeof rules);

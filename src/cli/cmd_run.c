@@ -90,6 +90,20 @@ static int gate_pace_watch(gate_t *g, char *err, size_t errlen)
     return g->pace_watch ? 0 : -1;
 }
 
+/* upstream.mcs_release auto with the kubernetes source: the
+ * machine-config ClusterOperator watch. Until it has read the operator
+ * version the release is the default, saying so. */
+static int gate_mcs_watch(gate_t *g, char *err, size_t errlen)
+{
+    if (!mcs_watch_wanted(g->cfg))
+        return 0;
+    g->mcs_watch = gate_new_mcs_watch(g, g->cfg, err, errlen);
+    if (!g->mcs_watch)
+        return -1;
+    gate_set_mcs_release(g, g->cfg, false);
+    return 0;
+}
+
 static void gate_on_stop(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
@@ -245,6 +259,7 @@ static void gate_free(gate_t *g)
     }
     free(g->held_tables);
     pace_watch_free(g->pace_watch);
+    mcs_watch_free(g->mcs_watch);
     pace_room_destroy(&g->pace);
     machines_watch_free(g->machines);
     if (g->ctl)
@@ -339,7 +354,8 @@ static int gate_run(gate_t *g)
         }
         w->env.tokens = atomic_exchange(&w->next_tokens, NULL);
     }
-    if (gate_machines(g, err, sizeof err) < 0 || gate_pace_watch(g, err, sizeof err) < 0)
+    if (gate_machines(g, err, sizeof err) < 0 || gate_pace_watch(g, err, sizeof err) < 0 ||
+        gate_mcs_watch(g, err, sizeof err) < 0)
         goto fail;
     g->sig_term = evsignal_new(g->base, SIGTERM, gate_on_stop, g);
     g->sig_int = evsignal_new(g->base, SIGINT, gate_on_stop, g);

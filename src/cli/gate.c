@@ -79,6 +79,44 @@ pace_watch_t *gate_new_pace_watch(gate_t *g, config_t *cfg, char *err, size_t er
     return w;
 }
 
+/* mcs_watch_publish_fn of the gate (arg): only the running watch's
+ * readings count; a reload's new watch is asked at the commit. */
+static void gate_publish_mcs_release(mcs_watch_t *w, const mcs_release_t *release, void *arg)
+{
+    gate_t *g = arg;
+    if (w == g->mcs_watch)
+        verdict_ctl_set_mcs_release(g->ctl, release);
+}
+
+mcs_watch_t *gate_new_mcs_watch(gate_t *g, config_t *cfg, char *err, size_t errlen)
+{
+    mcs_watch_t *w = mcs_watch_new(g->base, cfg, gate_publish_mcs_release, g);
+    if (!w) {
+        snprintf(err, errlen, "upstream.mcs_release: out of memory");
+        return NULL;
+    }
+    char why[512];
+    if (mcs_watch_start(w, why, sizeof why) < 0) {
+        mcs_watch_free(w);
+        snprintf(err, errlen, "upstream.mcs_release: the ClusterOperator watch failed to start: %s", why);
+        return NULL;
+    }
+    return w;
+}
+
+void gate_set_mcs_release(gate_t *g, const config_t *cfg, bool keep_cluster)
+{
+    if (!g->mcs_watch) {
+        mcs_release_t release = mcs_release_configured(cfg->upstream.mcs_release);
+        verdict_ctl_set_mcs_release(g->ctl, &release);
+        return;
+    }
+    if (keep_cluster && !mcs_watch_answered(g->mcs_watch) &&
+        verdict_ctl_mcs_release(g->ctl)->from == MCS_RELEASE_FROM_CLUSTER)
+        return;
+    verdict_ctl_set_mcs_release(g->ctl, mcs_watch_current(g->mcs_watch));
+}
+
 void gate_log_warning(const char *msg, void *arg)
 {
     (void)arg;

@@ -17,6 +17,7 @@
 #include "proxy/worker.h"
 #include "source/controller.h"
 #include "source/machines.h"
+#include "source/mcs_watch.h"
 #include "source/pace_watch.h"
 #include "source/source.h"
 
@@ -46,6 +47,7 @@ typedef struct gate {
     token_watch_t *tokens;      /* admission.token; NULL: the policy is off */
     machines_watch_t *machines; /* admission.machines; NULL when off */
     pace_watch_t *pace_watch;   /* Nodes and CSRs for pace (pace_watch_wanted); NULL when not */
+    mcs_watch_t *mcs_watch;     /* the machine-config ClusterOperator (mcs_watch_wanted); NULL when not */
     struct event *sig_term, *sig_int, *sig_hup;
 
     /* Reloads: one at a time; each worker acknowledges on ack_fd. */
@@ -69,6 +71,16 @@ machines_watch_t *gate_new_machines(gate_t *g, config_t *cfg, char *err, size_t 
  * to the gate's room. NULL with err when out of memory or its API server
  * settings are unusable (logged). */
 pace_watch_t *gate_new_pace_watch(gate_t *g, config_t *cfg, char *err, size_t errlen);
+/* The machine-config ClusterOperator watch of cfg (which it references),
+ * started; its readings move the controller's MCS release while it is
+ * g->mcs_watch. NULL with err when out of memory or its API server
+ * settings are unusable (logged). */
+mcs_watch_t *gate_new_mcs_watch(gate_t *g, config_t *cfg, char *err, size_t errlen);
+/* The controller's MCS release for cfg, the configuration serving (or
+ * about to): upstream.mcs_release; with g->mcs_watch, what it reads, but
+ * until a new watch has answered, a cluster reading the controller already
+ * has stays when keep_cluster (a reload against the same API server). */
+void gate_set_mcs_release(gate_t *g, const config_t *cfg, bool keep_cluster);
 /* machines_publish_fn of the gate (arg): hands set to every worker, the
  * reference taken over. */
 void gate_publish_addrset(addrset_t *set, void *arg);

@@ -50,6 +50,12 @@ typedef struct reload_plan {
     pace_watch_t *pace_watch;
     bool pace_watch_stop;
     char pace_why[CONFIG_ERR_LEN];
+    /* The machine-config ClusterOperator watch (upstream.mcs_release:
+     * auto with the kubernetes source): a new one, or the running one
+     * stopped, as pace's. */
+    mcs_watch_t *mcs_watch;
+    bool mcs_watch_stop;
+    char mcs_why[CONFIG_ERR_LEN];
 } reload_plan_t;
 
 static void plan_discard(reload_plan_t *p)
@@ -62,6 +68,7 @@ static void plan_discard(reload_plan_t *p)
     SSL_CTX_free(p->upstream_tls);
     machines_watch_free(p->machines);
     pace_watch_free(p->pace_watch);
+    mcs_watch_free(p->mcs_watch);
     addrset_unref(p->no_addresses);
     config_unref(p->cfg);
 }
@@ -298,6 +305,51 @@ static void commit_pace_watch(gate_t *g, reload_plan_t *p)
             g->pace_watch ? "starts; the room counts by join_timeout until it has listed" : "stops");
 }
 
+/* upstream.mcs_release and enforcement.source are live: the
+ * ClusterOperator watch starts, stops, or is replaced when its connection
+ * changed (mcs_watch_outdated); the same connection keeps it, and its
+ * reading, across the reload. */
+static int plan_mcs_watch(gate_t *g, reload_plan_t *p, char *err, size_t errlen)
+{
+    if (!mcs_watch_wanted(p->cfg)) {
+        p->mcs_watch_stop = g->mcs_watch != NULL;
+        snprintf(p->mcs_why, sizeof p->mcs_why, "%s",
+                 p->cfg->upstream.mcs_release ? "upstream.mcs_release names a release"
+                                              : "enforcement.source is not kubernetes");
+        return 0;
+    }
+    snprintf(p->mcs_why, sizeof p->mcs_why, "upstream.mcs_release auto with enforcement.source kubernetes");
+    if (g->mcs_watch) {
+        int outdated = mcs_watch_outdated(g->mcs_watch, p->cfg, p->mcs_why, sizeof p->mcs_why);
+        if (outdated < 0) {
+            snprintf(err, errlen, "upstream.mcs_release: %.400s", p->mcs_why);
+            return -1;
+        }
+        if (!outdated)
+            return 0;
+    }
+    p->mcs_watch = gate_new_mcs_watch(g, p->cfg, err, errlen);
+    return p->mcs_watch ? 0 : -1;
+}
+
+/* The new watch, if any, takes over, and the release follows the new
+ * configuration (gate_set_mcs_release): until a new watch against the
+ * same API server has answered, the old one's cluster reading stays;
+ * another server's reading does not. Called before g->cfg moves on. */
+static void commit_mcs_watch(gate_t *g, reload_plan_t *p)
+{
+    bool same_server = g->cfg->enforcement.source == SOURCE_KIND_KUBERNETES &&
+                       config_kube_same_server(&g->cfg->enforcement.kubernetes, &p->cfg->enforcement.kubernetes);
+    if (p->mcs_watch || p->mcs_watch_stop) {
+        mcs_watch_free(g->mcs_watch);
+        g->mcs_watch = p->mcs_watch;
+        p->mcs_watch = NULL;
+        log_msg(LOG_INFO, "reload", "mcs_release: %s: the ClusterOperator watch %s", p->mcs_why,
+                g->mcs_watch ? "starts" : "stops");
+    }
+    gate_set_mcs_release(g, p->cfg, same_server);
+}
+
 /* The Kubernetes source moved to another server: another cluster, whose
  * verdict the old view must not decide, as its addresses must not admit
  * in plan_machines. A file names no cluster: a switch between a file and
@@ -351,8 +403,7 @@ static void reload_commit(gate_t *g, reload_plan_t *p)
                 : p->source_cluster == CLUSTER_OTHER ? " (another server: the old cluster's view no longer decides)"
                                                      : "");
     verdict_ctl_reconfigure(g->ctl, &p->cfg->enforcement, p->cfg->gate.reject_mode);
-    mcs_release_t release = mcs_release_configured(p->cfg->upstream.mcs_release);
-    verdict_ctl_set_mcs_release(g->ctl, &release);
+    commit_mcs_watch(g, p);
     log_set_level(p->cfg->log.level);
     if (g->admin)
         admin_set_request_timeout(g->admin, p->cfg->limits.header_timeout_ms);
@@ -400,7 +451,7 @@ void gate_reload(gate_t *g)
         config_restart_needed(g->cfg, p.cfg, err, sizeof err) < 0 || plan_tls(&p, err, sizeof err) < 0 ||
         plan_messages(g, &p, err, sizeof err) < 0 || plan_listeners(g, &p, err, sizeof err) < 0 ||
         plan_machines(g, &p, err, sizeof err) < 0 || plan_pace_watch(g, &p, err, sizeof err) < 0 ||
-        plan_source(g, &p, err, sizeof err) < 0) {
+        plan_mcs_watch(g, &p, err, sizeof err) < 0 || plan_source(g, &p, err, sizeof err) < 0) {
         /* config_load names the file:line:column itself; the later steps
          * are named after the file too. */
         char named[2 * CONFIG_ERR_LEN];

@@ -169,9 +169,15 @@ static void status_print_verdict(FILE *out, const json_t *v, const char *not_rea
     }
 
     const json_t *mcs = json_object_get(v, "mcsRelease");
-    if (json_is_object(mcs))
-        fprintf(out, "MCS release: %s, Accept read as %s (from %s)\n", status_str(mcs, "release"),
-                status_str(mcs, "family"), status_str(mcs, "from"));
+    if (json_is_object(mcs)) {
+        /* from cluster: the operator version read; from default: why, when
+         * auto could not take the cluster's word. */
+        const char *version = json_string_value(json_object_get(mcs, "version"));
+        const char *why = json_string_value(json_object_get(mcs, "why"));
+        fprintf(out, "MCS release: %s, Accept read as %s (from %s%s%s)%s%s\n", status_str(mcs, "release"),
+                status_str(mcs, "family"), status_str(mcs, "from"), version ? ": ClusterOperator version " : "",
+                version ? version : "", why ? ": " : "", why ? why : "");
+    }
 
     const json_t *w = json_object_get(v, "machinesWatch");
     if (json_is_object(w))

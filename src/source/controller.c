@@ -403,13 +403,22 @@ void verdict_ctl_set_mcs_release(verdict_ctl_t *ctl, const mcs_release_t *releas
     ctl->mcs = *release;
     char text[16];
     snprintf(text, sizeof text, "4.%u", release->minor);
-    log_json(LOG_INFO, "mcs_release",
-             json_pack("{s:s, s:s, s:s}", "release", text, "family", mcs_family_name(release->family), "from",
-                       mcs_release_from_name(release->from)));
+    json_t *j = json_pack("{s:s, s:s, s:s}", "release", text, "family", mcs_family_name(release->family), "from",
+                          mcs_release_from_name(release->from));
+    if (j && release->version[0])
+        json_object_set_new(j, "version", json_string(release->version));
+    if (j && release->why[0])
+        json_object_set_new(j, "why", json_string(release->why));
+    log_json(LOG_INFO, "mcs_release", j);
+    /* Once a change: only a new release (or reading) comes here. */
     if (mcs_release_newer_than_known(release))
         log_msg(LOG_WARN, "mcs_release",
                 "MCS release %s is newer than any this gate knows (4.%u): Accept is read as the newest family, %s",
                 text, MCS_RELEASE_NEWEST, mcs_family_name(release->family));
+    else if (mcs_release_older_than_known(release))
+        log_msg(LOG_WARN, "mcs_release",
+                "MCS release %s is older than any this gate knows (4.%u): Accept is read as the oldest family, %s",
+                text, MCS_RELEASE_OLDEST, mcs_family_name(release->family));
     if (family_changed && ctl->published)
         publish_current(ctl);
 }

@@ -375,6 +375,12 @@ void machines_watch_rbac(const config_t *cfg, char *buf, size_t len)
     if (cfg->enforcement.source == SOURCE_KIND_KUBERNETES)
         append_line(buf, len, &at, "  ClusterRole: apiGroups [operator.openshift.io] resources "
                     "[machineconfigurations] verbs [get list watch] (enforcement.source: kubernetes)\n");
+    /* upstream.mcs_release auto (source/mcs_watch.c): the one ClusterOperator;
+     * its watch carries fieldSelector=metadata.name=machine-config, so the
+     * resourceNames rule authorises list and watch too. */
+    if (cfg->upstream.mcs_release == 0 && cfg->enforcement.source == SOURCE_KIND_KUBERNETES)
+        append_line(buf, len, &at, "  ClusterRole: apiGroups [config.openshift.io] resources [clusteroperators] "
+                    "resourceNames [machine-config] verbs [get list watch] (upstream.mcs_release: auto)\n");
     /* pace's watch (source/pace_watch.c): Nodes Ready, kubelet CSRs pending. */
     if (cfg->pace.enabled && cfg->enforcement.source == SOURCE_KIND_KUBERNETES) {
         append_line(buf, len, &at, "  ClusterRole: apiGroups [\"\"] resources [nodes] verbs [get list watch] (pace)\n");

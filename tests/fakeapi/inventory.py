@@ -1,7 +1,9 @@
 """inventory: the read-only resources fakeapi serves beside the MachineConfiguration,
 for skewgate's admission.machines policy: Nodes (core v1, cluster-scoped) and
 Machines of machine.openshift.io/v1beta1 and cluster.x-k8s.io/v1beta1
-(namespaced).  Get, list (paged with limit/continue) and watch, as a
+(namespaced); for pacing, CertificateSigningRequests; for
+upstream.mcs_release auto, ClusterOperators (config.openshift.io/v1,
+cluster-scoped).  Get, list (paged with limit/continue) and watch, as a
 kube-apiserver serves them; tests write them through the control API
 (set_resource, delete_resource, generate_nodes).
 
@@ -30,6 +32,11 @@ RESOURCES = {
         "prefix": "/apis/certificates.k8s.io/v1", "group": "certificates.k8s.io",
         "version": "v1", "plural": "certificatesigningrequests", "singular": "certificatesigningrequest",
         "kind": "CertificateSigningRequest", "namespaced": False, "short": ["csr"]},
+    # The machine-config ClusterOperator: the MCS release upstream.mcs_release auto follows.
+    "clusteroperators.config.openshift.io": {
+        "prefix": "/apis/config.openshift.io/v1", "group": "config.openshift.io",
+        "version": "v1", "plural": "clusteroperators", "singular": "clusteroperator",
+        "kind": "ClusterOperator", "namespaced": False, "short": ["co"]},
 }
 
 

@@ -50,12 +50,15 @@ pace:
   enabled: true
 EOF
 "$SKEWGATE_BIN" check -c "$TMP/gate-pace.yaml" >"$TMP/check-pace.out" || fail "check refused the pacing config"
+# Without admission.machines or pace, only the base ClusterRole's rules
+# (the verdict source's, and the ClusterOperator's of upstream.mcs_release
+# auto), which no component adds.
 plain=$(printf 'listeners:\n  - address: "127.0.0.1:0"\n' >"$TMP/plain.yaml"; "$SKEWGATE_BIN" check -c "$TMP/plain.yaml")
-# The default source is the API's: the base ClusterRole's rule, and no component's.
 [ "$plain" = "$TMP/plain.yaml: ok
 rbac: the service account needs get, list and watch on:
-  ClusterRole: apiGroups [operator.openshift.io] resources [machineconfigurations] verbs [get list watch] (enforcement.source: kubernetes)" ] ||
-  fail "check printed other rules than the base ClusterRole's for a config without admission.machines or pacing: $plain"
+  ClusterRole: apiGroups [operator.openshift.io] resources [machineconfigurations] verbs [get list watch] (enforcement.source: kubernetes)
+  ClusterRole: apiGroups [config.openshift.io] resources [clusteroperators] resourceNames [machine-config] verbs [get list watch] (upstream.mcs_release: auto)" ] ||
+  fail "check printed more than the base's rules for a config without admission.machines or pace: $plain"
 
 note "each set of components grants exactly those rules, and nothing else is changed"
 rules() {   # RENDERED CHECK_OUTPUT N_RULES NAMESPACES...: the added objects' namespaces, exactly

@@ -2,7 +2,8 @@
 # deploy/kubernetes: each overlay renders offline (`kubectl kustomize`),
 # kubectl's client-side dry-run apply takes every object, and the rendered
 # objects say what the deployment promises: exactly get/list/watch on
-# machineconfigurations for the gate (and only its sidecars' few rights
+# machineconfigurations and on the machine-config ClusterOperator for the
+# gate, as `skewgate check` prints them (and only its sidecars' few rights
 # beside), hostNetwork on control-plane nodes, non-root containers without
 # capabilities (NET_ADMIN for the redirect init container alone, in the
 # redirect overlay alone), probes on the admin port over loopback,
@@ -130,6 +131,8 @@ sa = one("ServiceAccount", pod["serviceAccountName"], NS)
 SA = ("ServiceAccount", sa["metadata"]["name"], NS)
 assert one("ClusterRole", "skewgate")["rules"] == [
     {"apiGroups": ["operator.openshift.io"], "resources": ["machineconfigurations"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["config.openshift.io"], "resources": ["clusteroperators"], "resourceNames": ["machine-config"],
      "verbs": ["get", "list", "watch"]}]
 gate_binding = one("ClusterRoleBinding", "skewgate")
 assert gate_binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "skewgate"}
@@ -157,6 +160,9 @@ assert rights(SA) == {
     ("*", "operator.openshift.io", "machineconfigurations", "*", "get"),
     ("*", "operator.openshift.io", "machineconfigurations", "*", "list"),
     ("*", "operator.openshift.io", "machineconfigurations", "*", "watch"),
+    ("*", "config.openshift.io", "clusteroperators", "machine-config", "get"),
+    ("*", "config.openshift.io", "clusteroperators", "machine-config", "list"),
+    ("*", "config.openshift.io", "clusteroperators", "machine-config", "watch"),
     ("*", "authentication.k8s.io", "tokenreviews", "*", "create"),
     ("*", "authorization.k8s.io", "subjectaccessreviews", "*", "create"),
     ("openshift-machine-config-operator", "", "secrets", "machine-config-server-tls", "get"),
@@ -336,11 +342,17 @@ else:
 PY
 done
 
-note "the shipped configs pass skewgate check"
+note "the shipped configs pass skewgate check, which asks for exactly the gate's ClusterRole"
 "$SKEWGATE_BIN" check -c "$K/base/skewgate.yaml" >/dev/null || fail "base/skewgate.yaml does not pass check"
-"$SKEWGATE_BIN" check -c "$TMP/load-balancer.config.yaml" >/dev/null || fail "the load-balancer config does not pass check"
-"$SKEWGATE_BIN" check -c "$TMP/node-local-redirect.config.yaml" >/dev/null ||
+"$SKEWGATE_BIN" check -c "$TMP/load-balancer.config.yaml" >"$TMP/check-lb.out" || fail "the load-balancer config does not pass check"
+"$SKEWGATE_BIN" check -c "$TMP/node-local-redirect.config.yaml" >"$TMP/check-redirect.out" ||
   fail "the node-local-redirect config (with its redirect: section) does not pass check"
+want_rules=$(printf '%s\n' \
+  '  ClusterRole: apiGroups [operator.openshift.io] resources [machineconfigurations] verbs [get list watch] (enforcement.source: kubernetes)' \
+  '  ClusterRole: apiGroups [config.openshift.io] resources [clusteroperators] resourceNames [machine-config] verbs [get list watch] (upstream.mcs_release: auto)')
+for o in lb redirect; do
+  [ "$(grep '^  ClusterRole' "$TMP/check-$o.out")" = "$want_rules" ] || fail "check's rules for the $o config: $(cat "$TMP/check-$o.out")"
+done
 
 grep -q '^ExecStart=/usr/local/bin/skewgate run -c ' "$ROOT/deploy/systemd/skewgate.service" || fail "systemd unit ExecStart"
 grep -q '^ExecReload=/bin/kill -HUP \$MAINPID' "$ROOT/deploy/systemd/skewgate.service" || fail "systemd unit ExecReload"

@@ -3,6 +3,7 @@
 # checked with the real kubectl: discovery of both Machine groups and the
 # core group, paged lists (--chunk-size: limit and continue, one request
 # per page), get by name, get --watch seeing a Machine appear and change,
+# ClusterOperators listed and watched by --field-selector metadata.name,
 # and a continue token the server no longer holds (410 Expired).
 set -euo pipefail
 . "$(dirname "$0")/lib_fakeapi.sh"
@@ -64,6 +65,28 @@ machine machine.openshift.io new-1 10.0.0.9
 fa_wait 10 "the watch sees new-1 added" seen '^ADDED +new-1 +<none>'
 machine machine.openshift.io new-1 10.0.0.9 node-new-1
 fa_wait 10 "the watch sees new-1 get its node" seen '^MODIFIED +new-1 +node-new-1'
+fa_stop "$watch_pid"
+
+step "clusteroperators: discovered, listed and watched by metadata.name"
+res=$(fa_kubectl api-resources --api-group=config.openshift.io 2>&1) || fa_fail "api-resources failed: $res"
+grep -qE '^clusteroperators +co +config.openshift.io/v1 +false +ClusterOperator' <<<"$res" || fa_fail "clusteroperators: $res"
+co() {  # co NAME VERSION
+  fa_ctl "{\"fault\":\"set_resource\",\"resource\":\"clusteroperators.config.openshift.io\",\"object\":{\"metadata\":{\"name\":\"$1\"},\"status\":{\"versions\":[{\"name\":\"operator\",\"version\":\"$2\"}]}}}" >/dev/null
+}
+co machine-config 4.19.5
+co dns 4.19.5
+v=$(fa_kubectl get co --field-selector metadata.name=machine-config -o jsonpath='{.items[*].status.versions[0].version}')
+[ "$v" = 4.19.5 ] || fa_fail "field-selected clusteroperators: $v"
+fa_spawn "$FA_DIR/cowatch.out" "$FA_DIR/cowatch.err" env KUBECONFIG="$FA_DIR/kubeconfig" \
+  KUBECACHEDIR="$FA_DIR/kube-cache" kubectl get co --field-selector metadata.name=machine-config --watch \
+  --output-watch-events -o 'custom-columns=EVENT:.type,NAME:.object.metadata.name,V:.object.status.versions[0].version'
+watch_pid=$FA_LAST_PID
+coseen() { grep -qE "$1" "$FA_DIR/cowatch.out"; }
+fa_wait 15 "the watch lists machine-config" coseen '^ADDED +machine-config +4.19.5'
+co dns 4.22.1
+co machine-config 4.22.1
+fa_wait 10 "the watch sees machine-config move" coseen '^MODIFIED +machine-config +4.22.1'
+if grep -q dns "$FA_DIR/cowatch.out"; then fa_fail "the field-selected watch saw dns: $(cat "$FA_DIR/cowatch.out")"; fi
 fa_stop "$watch_pid"
 
 step "an expired continue token is 410 Expired"

@@ -960,12 +960,14 @@ Test(cmd_check, valid_file_prints_ok, .init = redirect_both)
     char *argv[] = {"check", "-c", SRCDIR "/conf/skewgate.yaml", NULL};
     cr_expect_eq(cmd_check(3, argv), 0);
     fflush(stdout);
-    /* The reference config reads the API (enforcement.source: kubernetes):
-     * its rules follow (issue 33). */
+    /* The kubernetes source with upstream.mcs_release auto: the rules it
+     * needs, the ClusterOperator's among them. */
     cr_expect_stdout_eq_str(SRCDIR "/conf/skewgate.yaml: ok\n"
-                            "rbac: the service account needs get, list and watch on:\n"
-                            "  ClusterRole: apiGroups [operator.openshift.io] resources [machineconfigurations] "
-                            "verbs [get list watch] (enforcement.source: kubernetes)\n");
+                                   "rbac: the service account needs get, list and watch on:\n"
+                                   "  ClusterRole: apiGroups [operator.openshift.io] resources "
+                                   "[machineconfigurations] verbs [get list watch] (enforcement.source: kubernetes)\n"
+                                   "  ClusterRole: apiGroups [config.openshift.io] resources [clusteroperators] "
+                                   "resourceNames [machine-config] verbs [get list watch] (upstream.mcs_release: auto)\n");
 }
 
 Test(cmd_check, invalid_file_prints_the_error_and_exits_2, .init = redirect_both)

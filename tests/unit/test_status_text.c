@@ -264,3 +264,37 @@ Test(status_text, what_protects_the_line)
     }
     json_decref(v);
 }
+
+/* The MCS release line: where it came from, and with auto the operator
+ * version read, or why the default stands. */
+static char *mcs_line_of(json_t *mcs)
+{
+    json_t *v = json_pack("{s:s, s:s, s:s, s:s, s:o}", "decision", "admit", "reason", "Compliant", "source",
+                          "kubernetes", "since", "2026-12-01T10:00:00Z", "mcsRelease", mcs);
+    cr_assert(v);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    status_print_text(f, v, NULL, NULL, 1796119800);
+    fclose(f);
+    json_decref(v);
+    return text;
+}
+
+Test(status_text, the_mcs_release_and_where_it_came_from)
+{
+    char *text = mcs_line_of(json_pack("{s:s, s:s, s:s, s:s}", "release", "4.19", "family", "4.19", "from",
+                                       "cluster", "version", "4.19.5"));
+    cr_expect_not_null(strstr(text, "MCS release: 4.19, Accept read as 4.19 (from cluster: ClusterOperator version 4.19.5)\n"),
+                       "%s", text);
+    free(text);
+    text = mcs_line_of(json_pack("{s:s, s:s, s:s, s:s}", "release", "4.22", "family", "4.21+", "from", "default",
+                                 "why", "the ClusterOperator machine-config does not exist"));
+    cr_expect_not_null(strstr(text, "MCS release: 4.22, Accept read as 4.21+ (from default): the ClusterOperator "
+                                    "machine-config does not exist\n"),
+                       "%s", text);
+    free(text);
+    text = mcs_line_of(json_pack("{s:s, s:s, s:s}", "release", "4.13", "family", "4.13-4.18", "from", "config"));
+    cr_expect_not_null(strstr(text, "MCS release: 4.13, Accept read as 4.13-4.18 (from config)\n"), "%s", text);
+    free(text);
+}
