@@ -86,6 +86,10 @@ typedef struct kube_reflector_cfg {
     kube_collection_t collection;   /* its strings are copied */
     const char *rbac_hint;      /* said after a 403: the rule it needs */
     uint64_t watch_timeout_ms;
+    /* The longest wait between retries after failures; 0: 30 s. A view
+     * that holds back admissions while it cannot be trusted (pacing's)
+     * wants to be back within seconds of its API server. */
+    uint64_t max_backoff_ms;
 } kube_reflector_cfg_t;
 
 /* api is borrowed and must outlive the reflector; after a failure, the
@@ -97,6 +101,12 @@ kube_reflector_t *kube_reflector_new(struct event_base *base, kube_api_t *api,
                                      void *arg);
 /* Sends the first list. */
 void kube_reflector_start(kube_reflector_t *r);
+/* The server answers again (another collection of it just listed): a
+ * reflector waiting out its backoff after a failure tries now instead of
+ * at the end of a backoff that may have doubled to its maximum (30 s)
+ * during an outage. Its backoff is kept, so one that fails again waits
+ * as before. A no-op unless it is waiting after a failure. */
+void kube_reflector_retry_now(kube_reflector_t *r);
 /* For skewgate_source_reconnects_total. */
 uint64_t kube_reflector_reconnects(const kube_reflector_t *r);
 void kube_reflector_free(kube_reflector_t *r);

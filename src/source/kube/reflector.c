@@ -230,6 +230,16 @@ static void begin_watch(kube_reflector_t *r)
     send_request(r, target, KUBE_BODY_LINES, r->watch_timeout_ms + WATCH_IDLE_SLACK_MS);
 }
 
+static void on_retry(evutil_socket_t fd, short what, void *arg);
+
+void kube_reflector_retry_now(kube_reflector_t *r)
+{
+    if (r->phase != PHASE_WAITING || !r->failing || !evtimer_pending(r->retry_ev, NULL))
+        return;
+    evtimer_del(r->retry_ev);
+    on_retry(-1, EV_TIMEOUT, r);
+}
+
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -430,7 +440,7 @@ kube_reflector_t *kube_reflector_new(struct event_base *base, kube_api_t *api,
         kube_reflector_free(r);
         return NULL;
     }
-    backoff_init(&r->backoff, BACKOFF_INITIAL_MS, BACKOFF_MAX_MS);
+    backoff_init(&r->backoff, BACKOFF_INITIAL_MS, cfg->max_backoff_ms ? cfg->max_backoff_ms : BACKOFF_MAX_MS);
     r->seed = (unsigned int)time(NULL) ^ (unsigned int)getpid() ^ (unsigned int)(uintptr_t)r;
     return r;
 }
