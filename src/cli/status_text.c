@@ -298,10 +298,16 @@ static void status_print_pace(FILE *out, const json_t *pace)
         fprintf(out, "  node CSRs: not counted without the API view; ceiling %lld\n",
                 (long long)json_integer_value(json_object_get(pace, "maxPendingCsrs")));
     else if (*counting)
-        fprintf(out, "  node CSRs: %lld pending within the hour, ceiling %lld%s\n",
+        fprintf(out,
+                "  node CSRs: %lld as the approver counts them (both kinds, Denied and Failed included), ceiling "
+                "%lld%s; the approver's limit %lld (max(%s, Nodes) + 100), headroom %lld%s\n",
                 (long long)json_integer_value(json_object_get(pace, "pendingCsrs")),
                 (long long)json_integer_value(json_object_get(pace, "maxPendingCsrs")),
-                json_is_true(json_object_get(pace, "csrCeiling")) ? ": at the ceiling, nobody is admitted" : "");
+                json_is_true(json_object_get(pace, "csrCeiling")) ? ": at the ceiling, nobody is admitted" : "",
+                (long long)json_integer_value(json_object_get(pace, "approverLimit")),
+                json_is_true(json_object_get(pace, "machinesCounted")) ? "Machines" : "Machines not watched: 0",
+                (long long)json_integer_value(json_object_get(pace, "approverHeadroom")),
+                json_integer_value(json_object_get(pace, "approverHeadroom")) < 0 ? ": it approves nothing" : "");
     if (json_is_true(json_object_get(pace, "roomFull")))
         fprintf(out, "  line full: %lld places (held.max_clients); a newcomer takes the place of one absent longest, "
                 "%lld made way, %lld paced without a place\n",

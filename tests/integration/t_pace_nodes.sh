@@ -77,7 +77,7 @@ for i in 4 5 6; do node_line "node-$i" "127.2.0.$i" True; done | fa_ctl_many
 wait_until 10 pace_is 'p["joinedTotal"] == 6' || die "Ready did not free the slots: $(pace_show)"
 [ -z "$(ask 14 50 --reverse)" ] || die "admitted at the CSR ceiling"
 "$SKEWGATE_BIN" status --admin "$ADMIN_ADDR" >"$TMP/status.txt" || true
-grep -q 'node CSRs: 90 pending within the hour, ceiling 90: at the ceiling' "$TMP/status.txt" || die "status: $(grep -A4 Pacing "$TMP/status.txt")"
+grep -q 'node CSRs: 90 as the approver counts them (both kinds, Denied and Failed included), ceiling 90: at the ceiling' "$TMP/status.txt" || die "status: $(grep -A4 Pacing "$TMP/status.txt")"
 grep -q 'counting:  by the API' "$TMP/status.txt" || die "status: $(grep -A4 Pacing "$TMP/status.txt")"
 metrics=$(curl -sf "http://$ADMIN_ADDR/metrics")
 grep -qx 'skewgate_pace_pending_csrs 90' <<<"$metrics" || die "skewgate_pace_pending_csrs: $(grep pace_ <<<"$metrics")"

@@ -197,13 +197,16 @@ static char *pace_text(json_t *pace)
 Test(status_text, pacing_by_the_api_and_at_the_csr_ceiling)
 {
     char *text = pace_text(json_pack(
-        "{s:i, s:i, s:i, s:i, s:[], s:s, s:n, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:i}", "joining", 4,
-        "waiting", 20, "admittedTotal", 9, "joinTimeouts", 0, "line", "counting", "api", "why", "pendingCsrs", 90,
-        "youngPendingCsrs", 2, "youngNotReadyNodes", 3, "unseenAdmissions", 1, "budgetUsed", 8, "maxJoining", 10,
-        "maxPendingCsrs", 90, "replicas", 3, "csrCeiling", 1, "joinedTotal", 5));
+        "{s:i, s:i, s:i, s:i, s:[], s:s, s:n, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:i, s:i, s:i, s:b}",
+        "joining", 4, "waiting", 20, "admittedTotal", 9, "joinTimeouts", 0, "line", "counting", "api", "why",
+        "pendingCsrs", 90, "youngPendingCsrs", 2, "youngNotReadyNodes", 3, "unseenAdmissions", 1, "budgetUsed", 8,
+        "maxJoining", 10, "maxPendingCsrs", 90, "replicas", 3, "csrCeiling", 1, "joinedTotal", 5, "approverLimit", 85,
+        "approverHeadroom", -5, "machinesCounted", 1));
     cr_assert_not_null(strstr(text, "  counting:  by the API: 8 of 10 used (3 young Nodes not Ready + 2 pending CSRs + "
                                     "3 x 1 admitted, no Node yet), 5 joined Ready\n"), "%s", text);
-    cr_assert_not_null(strstr(text, "  node CSRs: 90 pending within the hour, ceiling 90: at the ceiling, nobody is admitted\n"),
+    cr_assert_not_null(strstr(text, "  node CSRs: 90 as the approver counts them (both kinds, Denied and Failed "
+                                    "included), ceiling 90: at the ceiling, nobody is admitted; the approver's "
+                                    "limit 85 (max(Machines, Nodes) + 100), headroom -5: it approves nothing\n"),
                        "%s", text);
     free(text);
 }
