@@ -321,8 +321,9 @@ static int gate_run(gate_t *g)
     }
     for (unsigned i = 0; i < g->n_workers; i++)
         g->held_tables[i] = &g->workers[i].env.held;
-    /* The line outlives reloads; it knows as many nodes as the held table
-     * at start (held.max_clients), past which a node is paced unrecorded. */
+    /* The line outlives reloads; it keeps as many waiting nodes as the
+     * held table at start (held.max_clients), past which a newcomer takes
+     * the place of the one absent longest (proxy/pace.h). */
     if (pace_room_init(&g->pace, g->cfg->held.max_clients) < 0) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
