@@ -13,7 +13,7 @@
  * Not covered: the query-string path (an empty body reads the request
  * URI's query, which a bare request has not got), the routing, and the
  * request line and headers, which libevent's evhttp parses. */
-// sources: src/conf/*.c src/core/addr.c src/core/cidr.c src/core/ignition.c src/core/ydoc.c src/core/text.c src/core/skew.c src/core/version.c src/core/time.c src/core/log.c src/verdict/verdict_json.c src/verdict/verdict.c src/verdict/override.c
+// sources: src/conf/*.c src/core/addr.c src/core/cidr.c src/core/ignition.c src/core/ydoc.c src/core/text.c src/core/skew.c src/core/version.c src/core/time.c src/core/log.c src/verdict/verdict_json.c src/verdict/verdict.c src/verdict/override.c src/core/release.c src/admin/override_form.c
 // pkgs: libevent jansson yaml-0.1 openssl
 // dict: form.dict
 #include "../../src/admin/listener.c"
@@ -151,10 +151,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     verdict_override_t o;
     memset(&o, 0x5a, sizeof o);
     const char *why = (const char *)1;
-    int rc = admin_parse_override(req, &o, &why);
+    char reason[OVERRIDE_REASON_MAX + 1], why_buf[256];
+    int rc = admin_parse_override(req, &o, reason, &why, why_buf, sizeof why_buf);
     if (rc == 0) {
         if (why || !has_action((const char *)data, size < SERVE_MAX_BODY ? size : SERVE_MAX_BODY))
             abort();
+        /* reason=: bounded, and nothing a log line could be broken with */
+        if (strlen(reason) > OVERRIDE_REASON_MAX)
+            abort();
+        for (const char *r = reason; *r; r++)
+            if ((unsigned char)*r < 0x20 || *r == 0x7f)
+                abort();
         if (o.active) {
             if ((unsigned)o.decision > DECISION_REJECT || (o.until != 0 && o.until < before))
                 abort();

@@ -5,7 +5,7 @@
  * promises; a loaded config keeps its counts within their arrays (workers
  * as written: 0 is auto, resolved at start). Leaks
  * are reported by ASan. */
-// sources: src/conf/*.c src/core/addr.c src/core/cidr.c src/core/ignition.c src/core/ydoc.c src/core/text.c src/core/skew.c src/core/version.c src/core/time.c src/core/log.c
+// sources: src/conf/*.c src/core/addr.c src/core/cidr.c src/core/ignition.c src/core/ydoc.c src/core/text.c src/core/skew.c src/core/version.c src/core/time.c src/core/log.c src/core/release.c
 // pkgs: jansson yaml-0.1 openssl
 // dict: yaml.dict
 #include <ctype.h>
