@@ -33,6 +33,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import inventory
+import leases
 
 try:
     import yaml
@@ -112,6 +113,29 @@ def conflict(name):
                     {"name": name, "group": GROUP, "kind": PLURAL})
 
 
+def lease_details(name):
+    return {"name": name, "group": leases.GROUP, "kind": leases.PLURAL}
+
+
+def lease_not_found(name):
+    return ApiError(404, "NotFound", '%s "%s" not found' % (leases.QUALIFIED, name), lease_details(name))
+
+
+def lease_conflict(name):
+    return ApiError(409, "Conflict",
+                    'Operation cannot be fulfilled on %s "%s": the object has been modified; please apply '
+                    "your changes to the latest version and try again" % (leases.QUALIFIED, name),
+                    lease_details(name))
+
+
+def lease_invalid(name, errors):
+    msgs = ["%s: %s" % (f, m) for f, _, m in errors]
+    joined = msgs[0] if len(msgs) == 1 else "[" + ", ".join(msgs) + "]"
+    return ApiError(422, "Invalid", '%s "%s" is invalid: %s' % (leases.KIND_QUALIFIED, name, joined),
+                    {"name": name, "group": leases.GROUP, "kind": leases.KIND,
+                     "causes": [{"reason": t, "message": m, "field": f} for f, t, m in errors]})
+
+
 def bad_request(message):
     return ApiError(400, "BadRequest", message)
 
@@ -147,7 +171,8 @@ def _jsonable(v):
     if isinstance(v, datetime.datetime):
         if v.tzinfo is None:
             v = v.replace(tzinfo=datetime.timezone.utc)
-        return v.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return v.astimezone(datetime.timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%S.%fZ" if v.microsecond else "%Y-%m-%dT%H:%M:%SZ")
     if isinstance(v, datetime.date):
         return v.isoformat()
     return v
@@ -490,7 +515,7 @@ def parse_field_selector(s):
         if field == "metadata.name":
             get = lambda o: o.get("metadata", {}).get("name", "")
         else:
-            get = lambda o: ""  # cluster-scoped: namespace is always empty
+            get = lambda o: o.get("metadata", {}).get("namespace", "")  # cluster-scoped: always ""
         if op == "!=":
             preds.append(lambda o, g=get, v=val: g(o) != v)
         else:
@@ -545,10 +570,11 @@ TABLE_COLUMNS = [
 ]
 
 
-def to_table(objs, table_version, include, rv=None, headers=True):
+def to_table(objs, table_version, include, rv=None, headers=True, columns=None, cells=None):
+    """cells(obj): the cells between NAME and AGE (a kind's own columns)."""
     rows = []
     for o in objs:
-        row = {"cells": [o.get("metadata", {}).get("name", ""), age_of(o)]}
+        row = {"cells": [o.get("metadata", {}).get("name", "")] + (cells(o) if cells else []) + [age_of(o)]}
         if include == "Object":
             row["object"] = o
         elif include != "None":
@@ -556,7 +582,7 @@ def to_table(objs, table_version, include, rv=None, headers=True):
                              "metadata": copy.deepcopy(o.get("metadata", {}))}
         rows.append(row)
     t = {"kind": "Table", "apiVersion": "meta.k8s.io/" + table_version, "metadata": {},
-         "columnDefinitions": TABLE_COLUMNS if headers else [], "rows": rows}
+         "columnDefinitions": (columns or TABLE_COLUMNS) if headers else [], "rows": rows}
     if rv is not None:
         t["metadata"]["resourceVersion"] = rv
     return t
@@ -649,6 +675,51 @@ OPENAPI_V3_DOC = _openapi_v3_doc()
 OPENAPI_V3_HASH = hashlib.sha256(dumps(OPENAPI_V3_DOC).encode()).hexdigest()[:32].upper()
 
 
+def _lease_openapi_v3_doc():
+    """The same stub for coordination.k8s.io/v1 Leases (namespaced)."""
+    gvk = {"group": leases.GROUP, "version": leases.VERSION, "kind": leases.KIND}
+    name = "io.k8s.api.coordination.v1.Lease"
+    ref = {"$ref": "#/components/schemas/" + name}
+    qp = lambda n: {"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+    common = [qp("dryRun"), qp("fieldManager"), qp("fieldValidation")]
+    body = {"content": {"application/json": {"schema": ref}}, "required": True}
+    ok = {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}}
+
+    def op(verb, action, params=None, with_body=False, resp=None):
+        o = {"operationId": verb + "CoordinationV1NamespacedLease", "tags": ["coordination_v1"],
+             "x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk, "responses": resp or ok}
+        if params:
+            o["parameters"] = params
+        if with_body:
+            o["requestBody"] = body
+        return o
+
+    patch_body = {"content": {t: {"schema": {"type": "object"}} for t in (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH)},
+                  "required": True}
+    path_params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string", "uniqueItems": True}}
+                   for n in ("name", "namespace")]
+    item = {"get": op("read", "get"), "put": op("replace", "put", common, True),
+            "patch": dict(op("patch", "patch", common), requestBody=patch_body),
+            "delete": op("delete", "delete", common[:1]), "parameters": path_params}
+    coll = {"get": op("list", "list"),
+            "post": op("create", "post", common, True,
+                       {"201": {"description": "Created", "content": {"application/json": {"schema": ref}}}}),
+            "delete": op("deletecollection", "deletecollection"), "parameters": path_params[1:]}
+    base = leases.PREFIX + "/namespaces/{namespace}/" + leases.PLURAL
+    schema = {"description": "Lease defines a lease concept.", "type": "object",
+              "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                             "metadata": {"type": "object"}, "spec": {"type": "object"}},
+              "x-kubernetes-group-version-kind": [gvk]}
+    return {"openapi": "3.0.0", "info": {"title": "fakeapi", "version": "unversioned"},
+            "paths": {base: coll, base + "/{name}": item,
+                      leases.PREFIX + "/" + leases.PLURAL: {"get": op("list", "list")}},
+            "components": {"schemas": {name: schema}}}
+
+
+LEASE_OPENAPI_V3_DOC = _lease_openapi_v3_doc()
+LEASE_OPENAPI_V3_HASH = hashlib.sha256(dumps(LEASE_OPENAPI_V3_DOC).encode()).hexdigest()[:32].upper()
+
+
 # --------------------------------------------------------------------------
 # The store
 
@@ -658,6 +729,9 @@ class Store:
         self.cond = threading.Condition()
         self.objects = {}                 # name -> object (dict)
         self.inv = {res: {} for res in inventory.RESOURCES}   # res -> "ns/name" -> object
+        self.leases = {}                  # "ns/name" -> Lease (coordination.k8s.io/v1)
+        self.lease_fault = None           # {"code", "verbs", "count", "message", "retry_after"}: fault leases_unavailable
+        self.lease_conflicts = 0          # the next N lease updates (PUT, PATCH) are 409 Conflict
         self.rv = 0                       # global resourceVersion counter
         self.history = collections.deque()  # (rv, type, obj, res) in rv order; res "mc" or an inventory one
         self.history_size = args.history
@@ -794,6 +868,154 @@ class Store:
                 self.inv["nodes"][inventory.key_of(obj)] = obj
             self.history.clear()
             self.floor = self.rv
+
+    # -- Leases (coordination.k8s.io/v1): written through the API, like kube-apiserver --
+    def lease_set(self, obj):
+        """Control API: create or replace a Lease as is (no validation)."""
+        with self.cond:
+            md = obj.setdefault("metadata", {})
+            if not md.get("name") or not md.get("namespace"):
+                raise bad_request("a Lease needs metadata.name and metadata.namespace")
+            k = leases.key(md["namespace"], md["name"])
+            old = self.leases.get(k)
+            obj["apiVersion"], obj["kind"] = leases.GV, leases.KIND
+            md["uid"] = old["metadata"]["uid"] if old else md.get("uid") or str(uuid.uuid4())
+            md["creationTimestamp"] = old["metadata"]["creationTimestamp"] if old else \
+                md.get("creationTimestamp") or now_rfc3339()
+            md["resourceVersion"] = self._next_rv()
+            self.leases[k] = obj
+            self._emit("MODIFIED" if old else "ADDED", obj, leases.RES)
+            return copy.deepcopy(obj)
+
+    def lease_remove(self, ns, name):
+        """Control API: delete a Lease (DELETED event)."""
+        with self.cond:
+            old = self.leases.pop(leases.key(ns or "", name), None)
+            if old is None:
+                raise lease_not_found(name)
+            old["metadata"]["resourceVersion"] = self._next_rv()
+            self._emit("DELETED", old, leases.RES)
+            return copy.deepcopy(old)
+
+    def lease_get(self, ns, name):
+        with self.cond:
+            o = self.leases.get(leases.key(ns, name))
+            if o is None:
+                raise lease_not_found(name)
+            return copy.deepcopy(o)
+
+    def _lease_check_ns(self, obj, ns):
+        md = obj.setdefault("metadata", {})
+        if md.get("namespace") and md["namespace"] != ns:
+            raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+        md["namespace"] = ns
+
+    def _lease_store_new(self, ns, obj, dry_run):
+        """The create half (POST, or PUT of a missing Lease): system fields, validation, 409 AlreadyExists."""
+        md = obj["metadata"]
+        for k in ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+                  "deletionGracePeriodSeconds", "managedFields", "selfLink"):
+            md.pop(k, None)
+        generated = not md.get("name") and md.get("generateName")
+        for _ in range(8):
+            if generated:
+                md["name"] = leases.generate_name(md["generateName"])
+            errs = leases.validate(obj)
+            if errs:
+                raise lease_invalid(md.get("name", ""), errs)
+            k = leases.key(ns, md["name"])
+            if k not in self.leases or not generated:
+                break
+        if k in self.leases:
+            raise ApiError(409, "AlreadyExists", '%s "%s" already exists' % (leases.QUALIFIED, md["name"]),
+                           lease_details(md["name"]))
+        obj["apiVersion"], obj["kind"] = leases.GV, leases.KIND
+        md["uid"] = str(uuid.uuid4())
+        md["creationTimestamp"] = now_rfc3339()
+        if dry_run:
+            return copy.deepcopy(obj)
+        md["resourceVersion"] = self._next_rv()
+        self.leases[k] = obj
+        self._emit("ADDED", obj, leases.RES)
+        return copy.deepcopy(obj)
+
+    def lease_create(self, ns, obj, dry_run):
+        with self.cond:
+            obj = copy.deepcopy(obj)
+            self._lease_check_ns(obj, ns)
+            return self._lease_store_new(ns, obj, dry_run)
+
+    def lease_update(self, ns, name, mutate, dry_run, put):
+        """PUT (put=True: needs metadata.resourceVersion; a missing Lease is created, 201, as
+        the lease strategy's AllowCreateOnUpdate says) or PATCH (mutate of the current object).
+        Returns (object, created)."""
+        with self.cond:
+            k = leases.key(ns, name)
+            old = self.leases.get(k)
+            if old is None and not put:
+                raise lease_not_found(name)
+            cand = mutate(copy.deepcopy(old) if old else None)
+            md = cand.setdefault("metadata", {})
+            if md.get("name", name) != name:
+                raise bad_request("the name of the object (%s) does not match the name on the URL (%s)"
+                                  % (md.get("name"), name))
+            md["name"] = name
+            self._lease_check_ns(cand, ns)
+            if old is None:
+                return self._lease_store_new(ns, cand, dry_run), True
+            if self.lease_conflicts > 0:
+                self.lease_conflicts -= 1
+                raise lease_conflict(name)
+            omd = old["metadata"]
+            crv = md.get("resourceVersion")
+            if put and not crv:
+                raise ApiError(422, "Invalid", '%s "%s" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
+                               "must be specified for an update" % (leases.QUALIFIED, name),
+                               dict(lease_details(name), causes=[{
+                                   "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+                                   "message": "Invalid value: 0x0: must be specified for an update"}]))
+            if crv and crv != omd["resourceVersion"]:
+                raise lease_conflict(name)
+            errs = leases.validate(cand, old)
+            if errs:
+                raise lease_invalid(name, errs)
+            for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+                if f in omd:
+                    md[f] = omd[f]
+                else:
+                    md.pop(f, None)
+            for f in ("generation", "managedFields", "selfLink"):
+                md.pop(f, None)
+            cand["apiVersion"], cand["kind"] = leases.GV, leases.KIND
+            md["resourceVersion"] = omd["resourceVersion"]
+            if cand == old:
+                return copy.deepcopy(old), False   # no change: no new resourceVersion, no event
+            if dry_run:
+                return copy.deepcopy(cand), False
+            md["resourceVersion"] = self._next_rv()
+            self.leases[k] = cand
+            self._emit("MODIFIED", cand, leases.RES)
+            return copy.deepcopy(cand), False
+
+    def lease_delete(self, ns, name, precond, dry_run):
+        with self.cond:
+            k = leases.key(ns, name)
+            old = self.leases.get(k)
+            if old is None:
+                raise lease_not_found(name)
+            md = old["metadata"]
+            for what, field in (("UID", "uid"), ("ResourceVersion", "resourceVersion")):
+                want = precond.get(field)
+                if want and want != md.get(field):
+                    raise ApiError(409, "Conflict", 'Operation cannot be fulfilled on %s "%s": Precondition failed: '
+                                   "%s in precondition: %s, %s in object meta: %s"
+                                   % (leases.QUALIFIED, name, what, want, what, md.get(field)), lease_details(name))
+            if not dry_run:
+                gone = copy.deepcopy(self.leases.pop(k))
+                gone["metadata"]["resourceVersion"] = self._next_rv()
+                self._emit("DELETED", gone, leases.RES)
+            return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                    "details": dict(lease_details(name), uid=md.get("uid"))}
 
     # -- API reads --
     def get(self, name):
@@ -957,6 +1179,9 @@ class Store:
         return {"resourceVersion": str(self.rv), "historyFloor": str(self.floor),
                 "historyLength": len(self.history), "objects": sorted(self.objects),
                 "inventory": {res: len(objs) for res, objs in self.inv.items()},
+                "leases": len(self.leases), "leaseConflictsPending": self.lease_conflicts,
+                "leaseFault": dict(self.lease_fault, verbs=sorted(self.lease_fault["verbs"]))
+                if self.lease_fault else None,
                 "currentWatchers": self.watchers}
 
 
@@ -975,6 +1200,8 @@ class Stats:
         self.lock = threading.Lock()
         self.by_kind = collections.Counter()
         self.by_code = collections.Counter()
+        self.by_resource = {}     # resource -> Counter(verb)
+        self.bytes = {}           # resource -> {"in": request body bytes, "out": response body bytes}
         self.watches_total = 0
         self.last_token_valid = None
         self.auth_failures = 0
@@ -983,6 +1210,13 @@ class Stats:
     def count(self, kind):
         with self.lock:
             self.by_kind[kind] += 1
+
+    def record_resource(self, res, kind, bytes_in, bytes_out):
+        with self.lock:
+            self.by_resource.setdefault(res, collections.Counter())[kind] += 1
+            b = self.bytes.setdefault(res, {"in": 0, "out": 0})
+            b["in"] += bytes_in
+            b["out"] += bytes_out
 
     def record(self, method, target, kind, code, ua):
         with self.lock:
@@ -993,6 +1227,8 @@ class Stats:
     def snapshot(self):
         with self.lock:
             return {"requestsByKind": dict(self.by_kind), "requestsByCode": dict(self.by_code),
+                    "requestsByResource": {r: dict(c) for r, c in self.by_resource.items()},
+                    "bytesByResource": {r: dict(b) for r, b in self.bytes.items()},
                     "watchesTotal": self.watches_total, "lastTokenValid": self.last_token_valid,
                     "authFailures": self.auth_failures, "recentRequests": list(self.recent)}
 
@@ -1000,6 +1236,8 @@ class Stats:
         with self.lock:
             self.by_kind.clear()
             self.by_code.clear()
+            self.by_resource.clear()
+            self.bytes.clear()
             self.watches_total = 0
             self.auth_failures = 0
             self.last_token_valid = None
@@ -1081,6 +1319,7 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, str(v))
         self.send_header("Content-Length", str(len(body)))
+        self.bytes_out += len(body)
         if self.close_connection:
             self.send_header("Connection", "close")
         # headers and body in one write (one TLS record where it fits)
@@ -1111,8 +1350,16 @@ class Handler(BaseHTTPRequestHandler):
         if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
             return "health"
         if path in ("/version", "/api", "/apis", "/apis/" + GROUP, "/apis/" + GV) \
-                or path.startswith("/openapi/") or path in inventory.DISCOVERY_PATHS:
+                or path.startswith("/openapi/") or path in inventory.DISCOVERY_PATHS \
+                or path in leases.DISCOVERY_PATHS:
             return "discovery"
+        lp = leases.parse_path(path)
+        if lp is not None:
+            if lp[2] or (method == "GET" and truthy(q.get("watch"))):
+                return "watch"
+            if lp[1] is None:
+                return {"GET": "list", "POST": "create", "DELETE": "deletecollection"}.get(method, "other")
+            return {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, "other")
         inv = inventory.parse_path(path)
         if inv is not None:
             if method != "GET":
@@ -1155,6 +1402,8 @@ class Handler(BaseHTTPRequestHandler):
         start = time.monotonic()
         self.resp_code = 0
         self.watch_note = ""
+        self.bytes_out = 0
+        body = b""
         srv = self.server
         u = urllib.parse.urlsplit(self.path)
         path = u.path or "/"
@@ -1193,6 +1442,9 @@ class Handler(BaseHTTPRequestHandler):
             if kind != "control":
                 srv.stats.record(self.command, self.path, kind, self.resp_code,
                                  self.headers.get("User-Agent", ""))
+                res = self.resource_of(path)
+                if res:
+                    srv.stats.record_resource(res, kind, len(body), self.bytes_out)
 
     def wait_stall(self):
         st = self.server.store
@@ -1243,9 +1495,14 @@ class Handler(BaseHTTPRequestHandler):
     def authorize(self, kind, path):
         """403, worded as the RBAC authorizer words it, on a resource the
         control API forbade (fault forbid): a service account without the rule."""
+        lp = leases.parse_path(path)
         inv = inventory.parse_path(path)
-        mc = self.parse_resource_path(path) if inv is None and kind not in ("health", "discovery") else None
-        if inv is not None:
+        mc = self.parse_resource_path(path) if inv is None and lp is None and kind not in ("health", "discovery") \
+            else None
+        if lp is not None:
+            res, ns, name = leases.RES, lp[0], lp[1]
+            group, plural = leases.GROUP, leases.PLURAL
+        elif inv is not None:
             res, ns, name = inv[0], inv[1], inv[2]
             group, plural = inventory.RESOURCES[res]["group"], inventory.RESOURCES[res]["plural"]
         elif mc is not None:
@@ -1255,8 +1512,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         st = self.server.store
         with st.cond:
-            if res not in st.forbidden:
-                return
+            allowed = res not in st.forbidden
+        if allowed:
+            if lp is not None:
+                self.lease_fault(kind, ns, name)
+            return
         scope = 'in the namespace "%s"' % ns if ns else "at the cluster scope"
         who = res + (' "%s"' % name if name else "")
         details = {"group": group, "kind": plural}
@@ -1264,6 +1524,50 @@ class Handler(BaseHTTPRequestHandler):
             details["name"] = name
         raise ApiError(403, "Forbidden", '%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s" %s'
                        % (who, FORBIDDEN_USER, kind, plural, group, scope), details)
+
+    @staticmethod
+    def resource_of(path):
+        """The qualified resource a path is about (for stats), or None."""
+        if leases.parse_path(path) is not None:
+            return leases.RES
+        inv = inventory.parse_path(path)
+        if inv is not None:
+            return inv[0]
+        if Handler.parse_resource_path(path) is not None:
+            return QUALIFIED
+        return None
+
+    def lease_fault(self, kind, ns, name):
+        """Fault leases_unavailable: requests of those verbs on Leases fail with its code."""
+        st = self.server.store
+        with st.cond:
+            f = st.lease_fault
+            if not f or kind not in f["verbs"]:
+                return
+            if f["count"] is not None:
+                f["count"] -= 1
+                if f["count"] <= 0:
+                    st.lease_fault = None
+            code, msg, ra = f["code"], f["message"], f["retry_after"]
+        headers, details = {}, None
+        if code == 403:
+            scope = 'in the namespace "%s"' % ns if ns else "at the cluster scope"
+            who = leases.QUALIFIED + (' "%s"' % name if name else "")
+            details = {"group": leases.GROUP, "kind": leases.PLURAL}
+            if name:
+                details["name"] = name
+            msg = msg or ('%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s" %s'
+                          % (who, FORBIDDEN_USER, kind, leases.PLURAL, leases.GROUP, scope))
+        elif code == 500:
+            msg = "Internal error occurred: %s" % (msg or "etcdserver: request timed out")
+        elif code == 429:
+            msg = msg or "Too many requests, please try again later."
+        else:
+            msg = msg or "the server is currently unable to handle the request"
+        if ra is not None:
+            headers["Retry-After"] = str(ra)
+            details = dict(details or {}, retryAfterSeconds=ra)
+        raise ApiError(code, generic_status(code, msg), msg, details, headers)
 
     # -- routing --
     def route(self, kind, path, q, body):
@@ -1277,11 +1581,14 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
             return self.discovery(path)
         inv = inventory.parse_path(path)
-        if kind == "other" and self.parse_resource_path(path) is None and inv is None:
+        lp = leases.parse_path(path)
+        if kind == "other" and self.parse_resource_path(path) is None and inv is None and lp is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         if not accept_ok(self.headers.get("Accept")):
             raise ApiError(406, "NotAcceptable", "only the following media types are accepted: "
                            "application/json, application/yaml, application/vnd.kubernetes.protobuf")
+        if lp is not None:
+            return self.lease_route(kind, lp, q, body)
         if inv is not None:
             return self.inventory_route(kind, inv, q)
         name, sub, _ = self.parse_resource_path(path)
@@ -1328,6 +1635,14 @@ class Handler(BaseHTTPRequestHandler):
         return self.inventory_list(res, namespace, q)
 
     def inventory_list(self, res, namespace, q):
+        return self.paged_list(self.server.store.inv[res], namespace, q, inventory.gv(res),
+                               inventory.RESOURCES[res]["kind"] + "List")
+
+    def paged_list(self, objects, namespace, q, gv, list_kind, columns=None, cells=None, strip_type=False,
+                   check_rv=False):
+        """A list of objects ("ns/name" -> object) of one kind: selectors, namespace, limit/continue
+        paging; check_rv: the resourceVersion parameter is honoured as the real server does
+        (a future one waits, then 504; Exact only at the current one)."""
         st = self.server.store
         sel = self.selectors(q)
         pred = (lambda o: sel(o) and o["metadata"].get("namespace") == namespace) if namespace else sel
@@ -1335,6 +1650,15 @@ class Handler(BaseHTTPRequestHandler):
             limit = int(q.get("limit") or 0)
         except ValueError:
             raise bad_request("limit: invalid value %r" % q.get("limit"))
+        rvq = q.get("resourceVersion", "")
+        if check_rv and rvq not in ("", "0") and not q.get("continue"):
+            if not rvq.isdigit():
+                raise bad_request('invalid resource version "%s"' % rvq)
+            if not st.wait_for_rv(int(rvq), time.monotonic() + st.too_large_wait):
+                raise too_large(int(rvq), st.rv)
+            if q.get("resourceVersionMatch") == "Exact" and int(rvq) != st.rv:
+                raise ApiError(410, "Expired", "resourceVersionMatch=Exact is supported by the fake only at the "
+                                               "current resourceVersion (%d)" % st.rv)
         after = None
         with st.cond:
             rv = st.rv
@@ -1352,19 +1676,126 @@ class Handler(BaseHTTPRequestHandler):
                                    "an inconsistent list - objects that were created, modified, or deleted "
                                    "between the time the first chunk was returned and now may show up in "
                                    "the list.")
-            items, last, more = inventory.page(st.inv[res], pred, limit, after)
+            items, last, more = inventory.page(objects, pred, limit, after)
             items = [copy.deepcopy(o) for o in items]
         md = {"resourceVersion": str(rv)}
         if more:
             md["continue"] = inventory.encode_continue(rv, last)
         tv = wants_table(self.headers.get("Accept"))
         if tv:
-            t = to_table(items, tv, q.get("includeObject", "Metadata"), str(rv))
+            t = to_table(items, tv, q.get("includeObject", "Metadata"), str(rv), columns=columns, cells=cells)
             if more:
                 t["metadata"]["continue"] = md["continue"]
             return self.send_body(200, t)
-        return self.send_body(200, {"apiVersion": inventory.gv(res), "kind": inventory.RESOURCES[res]["kind"] + "List",
-                                    "items": items, "metadata": md})
+        if strip_type:   # a typed list's items carry no apiVersion and kind
+            for o in items:
+                o.pop("apiVersion", None)
+                o.pop("kind", None)
+        return self.send_body(200, {"apiVersion": gv, "kind": list_kind, "items": items, "metadata": md})
+
+    # -- Leases --
+    def lease_route(self, kind, lp, q, body):
+        ns, name, _ = lp
+        st = self.server.store
+        dry_run = q.get("dryRun") in ("All", "all")
+        if kind == "watch":
+            return self.watch(name, q, leases.RES, ns)
+        if kind == "list":
+            return self.paged_list(st.leases, ns, q, leases.GV, leases.LIST_KIND, leases.TABLE_COLUMNS,
+                                   leases.table_cells, strip_type=True, check_rv=True)
+        if ns is None or kind == "other":
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        if kind == "get":
+            return self.send_object(st.lease_get(ns, name), leases.TABLE_COLUMNS, leases.table_cells)
+        if kind == "create":
+            obj, warn = self.decode_lease(body, q)
+            return self.send_body(201, st.lease_create(ns, obj, dry_run), headers=warn)
+        if kind == "update":
+            obj, warn = self.decode_lease(body, q)
+            new, created = st.lease_update(ns, name, lambda cur: obj, dry_run, put=True)
+            return self.send_body(201 if created else 200, new, headers=warn)
+        if kind == "patch":
+            return self.lease_patch(ns, name, body, dry_run)
+        if kind == "delete":
+            precond, dry_run = self.delete_options(body, dry_run)
+            return self.send_body(200, st.lease_delete(ns, name, precond, dry_run))
+        if kind == "deletecollection":
+            sel = self.selectors(q)
+            with st.cond:
+                items = [copy.deepcopy(o) for k, o in sorted(st.leases.items())
+                         if o["metadata"]["namespace"] == ns and sel(o)]
+                for o in items:
+                    st.lease_delete(ns, o["metadata"]["name"], {}, dry_run)
+                rv = str(st.rv)
+            for o in items:
+                o.pop("apiVersion", None)
+                o.pop("kind", None)
+            return self.send_body(200, {"apiVersion": leases.GV, "kind": leases.LIST_KIND, "items": items,
+                                        "metadata": {"resourceVersion": rv}})
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    def decode_lease(self, body, q):
+        """The body of a create or update as a typed Lease: (lease, headers with a Warning for
+        unknown fields).  fieldValidation=Strict makes unknown fields a 400."""
+        obj = self.decode_object(body, kind=leases.KIND, gv=leases.GV)
+        mode = q.get("fieldValidation", "Warn")
+        try:
+            lease, unknown = leases.decode(obj, strict=mode == "Strict")
+        except leases.DecodeError as e:
+            raise bad_request('Lease in version "v1" cannot be handled as a Lease: %s' % e)
+        warn = {}
+        if unknown and mode != "Ignore":
+            warn["Warning"] = ", ".join('299 - "unknown field \\"%s\\""' % u for u in unknown)
+        return lease, warn
+
+    def lease_patch(self, ns, name, body, dry_run):
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH):
+            raise ApiError(415, "UnsupportedMediaType",
+                           "the body of the request was in an unknown format - accepted media types "
+                           "include: %s, %s, %s" % (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH))
+        try:
+            patch = json.loads(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise bad_request("error decoding patch: %s" % e)
+
+        def mutate(cur):
+            if ctype in (MERGE_PATCH, STRATEGIC_PATCH):   # no list in a Lease has a merge key
+                if not isinstance(patch, dict):
+                    raise bad_request("merge patch must be a JSON object")
+                out = merge_patch(cur, patch)
+            else:
+                try:
+                    out = json_patch(cur, patch)
+                except ValueError as e:
+                    raise bad_request(str(e))
+                except PatchError as e:
+                    raise ApiError(422, "Invalid", "the server rejected our request due to an error in our request",
+                                   {"causes": [{"reason": "UnexpectedServerResponse", "message": str(e)}]})
+            if not isinstance(out, dict):
+                raise bad_request("the patched object is not a JSON object")
+            try:
+                return leases.decode(out)[0]
+            except leases.DecodeError as e:
+                text = dumps(out)
+                msg = "Invalid value: %s: %s" % (json.dumps(text), e)
+                raise ApiError(422, "Invalid", ' "" is invalid: patch: %s' % msg,
+                               {"causes": [{"reason": "FieldValueInvalid", "message": msg, "field": "patch"}]})
+        new, _ = self.server.store.lease_update(ns, name, mutate, dry_run, put=False)
+        return self.send_body(200, new)
+
+    def delete_options(self, body, dry_run):
+        precond = {}
+        if body.strip():
+            try:
+                opts = json.loads(body.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError) as e:
+                raise bad_request("error decoding DeleteOptions: %s" % e)
+            if isinstance(opts, dict):
+                precond = opts.get("preconditions") or {}
+                if opts.get("dryRun") in (["All"], "All"):
+                    dry_run = True
+        return precond, dry_run
 
     def discovery(self, path):
         h, p = self.server.server_address[0], self.server.server_address[1]
@@ -1386,6 +1817,8 @@ class Handler(BaseHTTPRequestHandler):
             # Aggregated discovery is not implemented: a plain APIGroupList with
             # Content-Type application/json makes clients fall back to legacy.
             groups = [{"name": GROUP, "versions": [gv], "preferredVersion": gv}]
+            lgv = {"groupVersion": leases.GV, "version": leases.VERSION}
+            groups.append({"name": leases.GROUP, "versions": [lgv], "preferredVersion": lgv})
             for res, r in inventory.RESOURCES.items():
                 if r["group"]:
                     igv = {"groupVersion": inventory.gv(res), "version": r["version"]}
@@ -1403,6 +1836,15 @@ class Handler(BaseHTTPRequestHandler):
                                    "namespaced": r["namespaced"], "kind": r["kind"],
                                    "verbs": ["get", "list", "watch"], "shortNames": r["short"],
                                    "storageVersionHash": "fakeapiHash="}]})
+        if path == "/apis/" + leases.GROUP:
+            lgv = {"groupVersion": leases.GV, "version": leases.VERSION}
+            return self.send_body(200, {"kind": "APIGroup", "apiVersion": "v1", "name": leases.GROUP,
+                                        "versions": [lgv], "preferredVersion": lgv})
+        if path == leases.PREFIX:
+            return self.send_body(200, {
+                "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": leases.GV,
+                "resources": [{"name": leases.PLURAL, "singularName": leases.SINGULAR, "namespaced": True,
+                               "kind": leases.KIND, "verbs": leases.VERBS, "storageVersionHash": "fakeapiHash="}]})
         if path == "/apis/" + GROUP:
             return self.send_body(200, {"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
                                         "versions": [gv], "preferredVersion": gv})
@@ -1418,12 +1860,16 @@ class Handler(BaseHTTPRequestHandler):
                      "kind": KIND, "verbs": ["get", "patch", "update"]}]})
         if path == "/openapi/v3":
             return self.send_body(200, {"paths": {
-                "apis/" + GV: {"serverRelativeURL": "/openapi/v3/apis/%s?hash=%s" % (GV, OPENAPI_V3_HASH)}}})
+                "apis/" + GV: {"serverRelativeURL": "/openapi/v3/apis/%s?hash=%s" % (GV, OPENAPI_V3_HASH)},
+                "apis/" + leases.GV: {"serverRelativeURL": "/openapi/v3/apis/%s?hash=%s"
+                                                           % (leases.GV, LEASE_OPENAPI_V3_HASH)}}})
         if path == "/openapi/v3/apis/" + GV:
             return self.send_body(200, OPENAPI_V3_DOC)
+        if path == "/openapi/v3/apis/" + leases.GV:
+            return self.send_body(200, LEASE_OPENAPI_V3_DOC)
         raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
 
-    def decode_object(self, body):
+    def decode_object(self, body, kind=KIND, gv=GV):
         ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip().lower()
         if ctype not in ("application/json", "application/yaml", "*/*"):
             raise ApiError(415, "UnsupportedMediaType",
@@ -1435,17 +1881,17 @@ class Handler(BaseHTTPRequestHandler):
             raise bad_request("the object provided is unrecognized: %s" % e)
         if not isinstance(obj, dict):
             raise bad_request("the object provided is not an object")
-        if obj.get("kind") not in (None, KIND) or obj.get("apiVersion") not in (None, GV):
+        if obj.get("kind") not in (None, kind) or obj.get("apiVersion") not in (None, gv):
             raise bad_request("the API version in the data (%s) does not match the expected API version (%s)"
-                              % (obj.get("apiVersion"), GV))
+                              % (obj.get("apiVersion"), gv))
         return obj
 
-    def send_object(self, obj):
+    def send_object(self, obj, columns=None, cells=None):
         tv = wants_table(self.headers.get("Accept"))
         if tv:
             q = self.query()
             return self.send_body(200, to_table([obj], tv, q.get("includeObject", "Metadata"),
-                                                obj["metadata"]["resourceVersion"]))
+                                                obj["metadata"]["resourceVersion"], columns=columns, cells=cells))
         return self.send_body(200, obj)
 
     def query(self):
@@ -1503,16 +1949,7 @@ class Handler(BaseHTTPRequestHandler):
         return self.send_body(200, new)
 
     def delete(self, name, body, dry_run):
-        precond = {}
-        if body.strip():
-            try:
-                opts = json.loads(body.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError) as e:
-                raise bad_request("error decoding DeleteOptions: %s" % e)
-            if isinstance(opts, dict):
-                precond = opts.get("preconditions") or {}
-                if opts.get("dryRun") in (["All"], "All"):
-                    dry_run = True
+        precond, dry_run = self.delete_options(body, dry_run)
         return self.send_body(200, self.server.store.delete(name, precond, dry_run))
 
     def delete_collection(self, q, dry_run):
@@ -1535,8 +1972,14 @@ class Handler(BaseHTTPRequestHandler):
             ns_pred = base_pred
             base_pred = lambda o: ns_pred(o) and o["metadata"].get("namespace") == namespace
         pred = (lambda o: base_pred(o) and o["metadata"]["name"] == name) if name else base_pred
-        objects = st.objects if res == "mc" else st.inv[res]
-        bm_kind, bm_gv = (KIND, GV) if res == "mc" else (inventory.RESOURCES[res]["kind"], inventory.gv(res))
+        columns = cells = None
+        if res == "mc":
+            objects, bm_kind, bm_gv = st.objects, KIND, GV
+        elif res == leases.RES:
+            objects, bm_kind, bm_gv = st.leases, leases.KIND, leases.GV
+            columns, cells = leases.TABLE_COLUMNS, leases.table_cells
+        else:
+            objects, bm_kind, bm_gv = st.inv[res], inventory.RESOURCES[res]["kind"], inventory.gv(res)
         rv_param = q.get("resourceVersion", "")
         try:
             timeout = int(q["timeoutSeconds"]) if q.get("timeoutSeconds") else srv.args.default_watch_timeout
@@ -1591,7 +2034,7 @@ class Handler(BaseHTTPRequestHandler):
 
             def ev(etype, obj):
                 if tv and etype in ("ADDED", "MODIFIED", "DELETED"):
-                    obj = to_table([obj], tv, include, headers=not headers_sent[0])
+                    obj = to_table([obj], tv, include, headers=not headers_sent[0], columns=columns, cells=cells)
                     headers_sent[0] = True
                 return {"type": etype, "object": obj}
 
@@ -1688,6 +2131,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def write_chunk(self, text):
         data = text.encode() if isinstance(text, str) else text
+        self.bytes_out += len(data)
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
@@ -1757,9 +2201,15 @@ class Handler(BaseHTTPRequestHandler):
             items, rv = st.list(lambda o: True)
             return self.send_body(200, {"apiVersion": GV, "kind": LIST_KIND, "items": items,
                                         "metadata": {"resourceVersion": rv}})
+        if path == "/_fake/leases" and self.command == "GET":
+            with st.cond:
+                items = [copy.deepcopy(o) for _, o in sorted(st.leases.items())]
+                rv = str(st.rv)
+            return self.send_body(200, {"apiVersion": leases.GV, "kind": leases.LIST_KIND, "items": items,
+                                        "metadata": {"resourceVersion": rv}})
         if path != "/_fake/fault" or self.command != "POST":
             raise ApiError(404, "NotFound", "control endpoints: GET /_fake/stats, GET /_fake/objects, "
-                                            "POST /_fake/fault")
+                                            "GET /_fake/leases, POST /_fake/fault")
         try:
             req = json.loads(body.decode("utf-8") or "{}")
             if not isinstance(req, dict):
@@ -1833,6 +2283,33 @@ class Handler(BaseHTTPRequestHandler):
                 if req.get("resource") not in inventory.RESOURCES:
                     raise bad_request("delete_resource: resource must be one of %s" % sorted(inventory.RESOURCES))
                 res["object"] = st.delete_resource(req["resource"], req.get("namespace"), req.get("name", ""))
+            elif f == "set_lease":
+                obj = req.get("object")
+                if isinstance(obj, str):
+                    obj = parse_document(obj, "object")
+                if not isinstance(obj, dict):
+                    raise bad_request("set_lease needs an object")
+                res["object"] = st.lease_set(copy.deepcopy(obj))
+            elif f == "delete_lease":
+                res["object"] = st.lease_remove(req.get("namespace"), req.get("name", ""))
+            elif f == "leases_unavailable":
+                verbs = req.get("verbs", ["create", "update", "patch", "delete", "deletecollection"])
+                if isinstance(verbs, str):
+                    verbs = [verbs]
+                known = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+                if not verbs or not set(verbs) <= known:
+                    raise bad_request("leases_unavailable: verbs must be some of %s" % sorted(known))
+                count = req.get("count")
+                with st.cond:
+                    st.lease_fault = {"code": int(req.get("status", req.get("code", 503))), "verbs": set(verbs),
+                                      "count": int(count) if count is not None else None,
+                                      "message": req.get("message"), "retry_after": req.get("retry_after")}
+            elif f == "leases_available":
+                with st.cond:
+                    st.lease_fault = None
+            elif f == "lease_conflicts":
+                with st.cond:
+                    st.lease_conflicts = int(req.get("count", 1))
             elif f == "generate_nodes":
                 base = [int(x) for x in str(req.get("base", "10.128")).split(".")]
                 if len(base) != 2:
@@ -1841,8 +2318,9 @@ class Handler(BaseHTTPRequestHandler):
                                   int(req.get("pad_bytes", 0)))
             elif f in ("forbid", "allow"):
                 res_name = req.get("resource")
-                if res_name not in inventory.RESOURCES and res_name != QUALIFIED:
-                    raise bad_request("%s: resource must be one of %s" % (f, sorted(inventory.RESOURCES) + [QUALIFIED]))
+                if res_name not in inventory.RESOURCES and res_name not in (QUALIFIED, leases.RES):
+                    raise bad_request("%s: resource must be one of %s"
+                                      % (f, sorted(inventory.RESOURCES) + [QUALIFIED, leases.RES]))
                 with st.cond:
                     if f == "forbid":
                         st.forbidden.add(res_name)
@@ -1871,6 +2349,8 @@ class Handler(BaseHTTPRequestHandler):
             elif f == "clear":
                 with st.cond:
                     st.fail = None
+                    st.lease_fault = None
+                    st.lease_conflicts = 0
                     st.forbidden.clear()
                     st.stall_until = 0.0
                     st.stall_watches = False

@@ -125,13 +125,13 @@ class Watch:
     chunked framing is parsed here, strictly, so that a clean end (the
     terminating zero-size chunk) can be told from a cut connection."""
 
-    def __init__(self, fake, query, headers=None):
+    def __init__(self, fake, query, headers=None, path=BASE):
         raw = socket.create_connection(("127.0.0.1", fake.port), timeout=30)
         self.sock = fake.ctx.wrap_socket(raw, server_hostname="127.0.0.1")
         h = {"Host": "127.0.0.1:%d" % fake.port, "Authorization": "Bearer " + TOKEN,
              "Accept": "application/json", "User-Agent": "fakeapi-test"}
         h.update(headers or {})
-        req = "GET %s?%s HTTP/1.1\r\n" % (BASE, query) + "".join("%s: %s\r\n" % kv for kv in h.items()) + "\r\n"
+        req = "GET %s?%s HTTP/1.1\r\n" % (path, query) + "".join("%s: %s\r\n" % kv for kv in h.items()) + "\r\n"
         self.sock.sendall(req.encode())
         self.f = self.sock.makefile("rb")
         self.status = int(self.f.readline().split()[1])
@@ -518,6 +518,286 @@ class FakeApiTest(unittest.TestCase):
             self.assertIn(k, s)
         self.assertEqual(s["objects"], ["cluster"])
         self.assertFalse(any(TOKEN in json.dumps(r) for r in s["recentRequests"]))
+
+
+NS = "openshift-skewgate"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % NS
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+def lease(name, holder="gate-a", labels=None, **spec):
+    md = {"name": name}
+    if labels is not None:
+        md["labels"] = labels
+    sp = {"holderIdentity": holder, "leaseDurationSeconds": 30,
+          "acquireTime": "2026-12-04T19:20:30.123456Z", "renewTime": "2026-12-04T19:20:30.123456Z"}
+    sp.update(spec)
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": md, "spec": sp}
+
+
+class LeaseApiTest(unittest.TestCase):
+    """coordination.k8s.io/v1 Leases: the writes the gates' shared line uses, on the wire."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="fakeapi-lease-test.")
+        cls.fake = Fake(cls.tmp, "--bookmark-interval", "0.3")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fake.stop()
+        if os.environ.get("FA_KEEP") != "1":
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        f = self.fake
+        f.ctl(fault="clear")
+        st, lst, _ = f.get("/_fake/leases", token=None)
+        for o in lst["items"]:
+            f.ctl(fault="delete_lease", namespace=o["metadata"]["namespace"], name=o["metadata"]["name"])
+        self.watches = []
+
+    def tearDown(self):
+        for w in self.watches:
+            w.close()
+        self.fake.wait(lambda: self.fake.stats()["currentWatchers"] == 0, "watchers to go away")
+
+    def watch(self, query, path=LEASES):
+        w = Watch(self.fake, query, path=path)
+        self.watches.append(w)
+        return w
+
+    def create(self, obj, expect=201):
+        st, body, _ = self.fake.request("POST", LEASES, body=obj)
+        self.assertEqual(st, expect, body)
+        return body
+
+    def test_discovery(self):
+        st, groups, _ = self.fake.get("/apis")
+        g = [x for x in groups["groups"] if x["name"] == "coordination.k8s.io"]
+        self.assertEqual(g[0]["preferredVersion"], {"groupVersion": "coordination.k8s.io/v1", "version": "v1"})
+        st, rl, _ = self.fake.get("/apis/coordination.k8s.io/v1")
+        self.assertEqual(rl["resources"], [{"name": "leases", "singularName": "lease", "namespaced": True,
+                                            "kind": "Lease", "verbs": ["create", "delete", "deletecollection", "get",
+                                                                       "list", "patch", "update", "watch"],
+                                            "storageVersionHash": "fakeapiHash="}])
+        st, g, _ = self.fake.get("/apis/coordination.k8s.io")
+        self.assertEqual((st, g["kind"]), (200, "APIGroup"))
+
+    def test_create_get_and_already_exists(self):
+        a = self.create(lease("node-1", labels={"skewgate.openshift.io/line": "joining"}))
+        self.assertEqual(a["metadata"]["namespace"], NS)
+        self.assertEqual(a["spec"]["renewTime"], "2026-12-04T19:20:30.123456Z")
+        self.assertNotIn("generation", a["metadata"])
+        self.assertTrue(a["metadata"]["uid"] and a["metadata"]["resourceVersion"].isdigit())
+        st, got, _ = self.fake.get(LEASES + "/node-1")
+        self.assertEqual((st, got), (200, a))
+        body = self.create(lease("node-1", holder="gate-b"), 409)
+        self.assertEqual((body["reason"], body["message"]),
+                         ("AlreadyExists", 'leases.coordination.k8s.io "node-1" already exists'))
+        self.assertEqual(body["details"], {"name": "node-1", "group": "coordination.k8s.io", "kind": "leases"})
+        st, got, _ = self.fake.get(LEASES + "/node-1")
+        self.assertEqual(got["spec"]["holderIdentity"], "gate-a", "the loser of a create race changes nothing")
+        g = lease("")
+        g["metadata"] = {"generateName": "line-"}
+        made = self.create(g)
+        self.assertRegex(made["metadata"]["name"], r"^line-[a-z0-9]{5}$")
+        st, body, _ = self.fake.get(LEASES + "/nope")
+        self.assertEqual((st, body["message"]), (404, 'leases.coordination.k8s.io "nope" not found'))
+        st, body, _ = self.fake.request("POST", "/apis/coordination.k8s.io/v1/namespaces/other/leases",
+                                        body=dict(lease("x"), metadata={"name": "x", "namespace": NS}))
+        self.assertEqual((st, body["reason"]), (400, "BadRequest"))
+
+    def test_update_conflict_and_unconditional(self):
+        a = self.create(lease("line"))
+        upd = json.loads(json.dumps(a))
+        upd["spec"]["holderIdentity"] = "gate-b"
+        st, b, _ = self.fake.request("PUT", LEASES + "/line", body=upd)
+        self.assertEqual(st, 200, b)
+        self.assertGreater(int(b["metadata"]["resourceVersion"]), int(a["metadata"]["resourceVersion"]))
+        self.assertEqual(b["metadata"]["uid"], a["metadata"]["uid"])
+        st, body, _ = self.fake.request("PUT", LEASES + "/line", body=upd)  # a's resourceVersion: stale now
+        self.assertEqual((st, body["reason"]), (409, "Conflict"))
+        self.assertEqual(body["message"], 'Operation cannot be fulfilled on leases.coordination.k8s.io "line": the '
+                         "object has been modified; please apply your changes to the latest version and try again")
+        self.assertEqual(body["details"], {"name": "line", "group": "coordination.k8s.io", "kind": "leases"})
+        # the lease strategy refuses unconditional updates (AllowUnconditionalUpdate false)
+        noversion = lease("line", holder="gate-c")
+        st, body, _ = self.fake.request("PUT", LEASES + "/line", body=noversion)
+        self.assertEqual((st, body["reason"]), (422, "Invalid"))
+        self.assertEqual(body["message"], 'leases.coordination.k8s.io "line" is invalid: metadata.resourceVersion: '
+                         "Invalid value: 0x0: must be specified for an update")
+        # ... and allows create on update: a PUT of a missing Lease creates it
+        st, body, _ = self.fake.request("PUT", LEASES + "/fresh", body=lease("fresh"))
+        self.assertEqual((st, body["metadata"]["name"]), (201, "fresh"))
+        # merge patch, with and without a resourceVersion precondition
+        st, p, _ = self.fake.request("PATCH", LEASES + "/line", body={"spec": {"holderIdentity": "gate-d"}},
+                                     headers=MERGE)
+        self.assertEqual((st, p["spec"]["holderIdentity"]), (200, "gate-d"))
+        st, body, _ = self.fake.request("PATCH", LEASES + "/line", headers=MERGE, body={
+            "metadata": {"resourceVersion": b["metadata"]["resourceVersion"]}, "spec": {"holderIdentity": "x"}})
+        self.assertEqual(st, 409)
+        st, same, _ = self.fake.request("PATCH", LEASES + "/line", body={"spec": {"holderIdentity": "gate-d"}},
+                                        headers=MERGE)
+        self.assertEqual(same["metadata"]["resourceVersion"], p["metadata"]["resourceVersion"], "no-op: no new rv")
+        st, body, _ = self.fake.request("PATCH", LEASES + "/gone", body={"spec": {}}, headers=MERGE)
+        self.assertEqual(st, 404)
+        # fault lease_conflicts: the next update conflicts even with the right resourceVersion
+        self.fake.ctl(fault="lease_conflicts", count=1)
+        cur = self.fake.get(LEASES + "/line")[1]
+        cur["spec"]["holderIdentity"] = "gate-e"
+        st, _, _ = self.fake.request("PUT", LEASES + "/line", body=cur)
+        self.assertEqual(st, 409)
+        st, _, _ = self.fake.request("PUT", LEASES + "/line", body=cur)
+        self.assertEqual(st, 200)
+
+    def test_delete_preconditions(self):
+        a = self.create(lease("slot"))
+        opts = lambda **pc: {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": pc}
+        st, body, _ = self.fake.request("DELETE", LEASES + "/slot", body=opts(resourceVersion="1"))
+        self.assertEqual((st, body["reason"]), (409, "Conflict"))
+        self.assertIn("Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: %s"
+                      % a["metadata"]["resourceVersion"], body["message"])
+        st, body, _ = self.fake.request("DELETE", LEASES + "/slot", body=opts(uid="not-it"))
+        self.assertEqual((st, body["reason"]), (409, "Conflict"))
+        st, body, _ = self.fake.request("DELETE", LEASES + "/slot", body=opts(
+            resourceVersion=a["metadata"]["resourceVersion"], uid=a["metadata"]["uid"]))
+        self.assertEqual((st, body["status"]), (200, "Success"))
+        self.assertEqual(body["details"], {"name": "slot", "group": "coordination.k8s.io", "kind": "leases",
+                                           "uid": a["metadata"]["uid"]})
+        st, body, _ = self.fake.request("DELETE", LEASES + "/slot")
+        self.assertEqual((st, body["reason"]), (404, "NotFound"))
+
+    def test_validation(self):
+        bad = [({"renewTime": "2026-12-04T19:20:30Z"}, 400,
+                'Lease in version "v1" cannot be handled as a Lease: parsing time "2026-12-04T19:20:30Z" as '
+                '"2006-01-02T15:04:05.000000Z07:00": cannot parse "Z" as ".000000"'),
+               ({"acquireTime": "2026-12-04T19:20:30.123Z"}, 400, 'cannot parse ".123Z" as ".000000"'),
+               ({"acquireTime": "2026-12-04T19:20:30.1234567Z"}, 400, 'cannot parse "7Z" as "Z07:00"'),
+               ({"leaseDurationSeconds": 0}, 422, 'Lease.coordination.k8s.io "v" is invalid: '
+                'spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0'),
+               ({"leaseDurationSeconds": 2 ** 31}, 400, "json: cannot unmarshal number 2147483648 into Go struct "
+                "field LeaseSpec.spec.leaseDurationSeconds of type int32"),
+               ({"holderIdentity": 7}, 400, "cannot unmarshal number into Go struct field "
+                "LeaseSpec.spec.holderIdentity of type string")]
+        for spec, code, msg in bad:
+            st, body, _ = self.fake.request("POST", LEASES, body=lease("v", **spec))
+            self.assertEqual(st, code, (spec, body))
+            self.assertIn(msg, body["message"])
+        st, body, _ = self.fake.request("POST", LEASES, body=lease("Bad_Name"))
+        self.assertEqual((st, body["reason"], body["details"]["causes"][0]["field"]), (422, "Invalid", "metadata.name"))
+        st, body, _ = self.fake.request("POST", LEASES, body=lease("x" * 254))
+        self.assertEqual(st, 422)
+        big = lease("big")
+        big["metadata"]["annotations"] = {"a": "x" * (256 * 1024)}
+        st, body, _ = self.fake.request("POST", LEASES, body=big)
+        self.assertEqual((st, body["message"]), (422, 'Lease.coordination.k8s.io "big" is invalid: '
+                                                      "metadata.annotations: Too long: may not be more than 262144 bytes"))
+        st, body, _ = self.fake.request("POST", LEASES, body=lease("lbl", labels={"a b": "c"}))
+        self.assertEqual(st, 422)
+        # an offset is accepted and written back in UTC; unknown fields are dropped (Strict: refused)
+        ok = lease("ok", renewTime="2026-12-04T21:20:30.000001+02:00")
+        ok["spec"]["color"] = "blue"
+        st, body, r = self.fake.request("POST", LEASES, body=ok)
+        self.assertEqual((st, body["spec"]["renewTime"]), (201, "2026-12-04T19:20:30.000001Z"))
+        self.assertNotIn("color", body["spec"])
+        self.assertIn('unknown field \\"spec.color\\"', r.getheader("Warning"))
+        st, body, _ = self.fake.request("POST", LEASES + "?fieldValidation=Strict", body=dict(ok, metadata={"name": "s"}))
+        self.assertEqual((st, body["message"]), (400, 'Lease in version "v1" cannot be handled as a Lease: strict '
+                                                      'decoding error: unknown field "spec.color"'))
+        st, body, _ = self.fake.request("PATCH", LEASES + "/ok", body={"spec": {"renewTime": "now"}}, headers=MERGE)
+        self.assertEqual((st, body["reason"]), (422, "Invalid"))
+
+    def test_list_selectors_and_paging(self):
+        for i in range(5):
+            self.create(lease("n-%d" % i, labels={"role": "joining" if i % 2 else "waiting", "i": str(i)}))
+        other = "/apis/coordination.k8s.io/v1/namespaces/elsewhere/leases"
+        st, _, _ = self.fake.request("POST", other, body=lease("n-9", labels={"role": "joining"}))
+        self.assertEqual(st, 201)
+        names = lambda lst: [o["metadata"]["name"] for o in lst["items"]]
+        st, lst, _ = self.fake.get(LEASES + "?labelSelector=role%3Djoining")
+        self.assertEqual((lst["kind"], lst["apiVersion"], names(lst)), ("LeaseList", "coordination.k8s.io/v1",
+                                                                        ["n-1", "n-3"]))
+        self.assertNotIn("kind", lst["items"][0], "a typed list's items carry no kind")
+        st, lst, _ = self.fake.get(LEASES + "?labelSelector=role%20in%20(waiting),i!%3D0")
+        self.assertEqual(names(lst), ["n-2", "n-4"])
+        st, lst, _ = self.fake.get(LEASES + "?labelSelector=role")
+        self.assertEqual(len(lst["items"]), 5)
+        st, lst, _ = self.fake.get("/apis/coordination.k8s.io/v1/leases?labelSelector=role%3Djoining")
+        self.assertEqual(names(lst), ["n-9", "n-1", "n-3"], "by namespace, then name, as etcd keys sort")
+        st, lst, _ = self.fake.get("/apis/coordination.k8s.io/v1/leases?fieldSelector=metadata.namespace%3Delsewhere")
+        self.assertEqual(names(lst), ["n-9"])
+        seen, cont, pages = [], "", 0
+        while True:
+            st, lst, _ = self.fake.get(LEASES + "?limit=2" + ("&continue=" + cont if cont else ""))
+            self.assertEqual(st, 200, lst)
+            seen += names(lst)
+            pages += 1
+            cont = lst["metadata"].get("continue")
+            if not cont:
+                break
+        self.assertEqual((seen, pages), (["n-%d" % i for i in range(5)], 3))
+        rv = int(lst["metadata"]["resourceVersion"])
+        st, lst, _ = self.fake.get(LEASES + "?resourceVersion=%d" % rv)
+        self.assertEqual(st, 200)
+        st, body, _ = self.fake.request("DELETE", LEASES + "?labelSelector=role%3Dwaiting")
+        self.assertEqual((st, names(body)), (200, ["n-0", "n-2", "n-4"]))
+        st, lst, _ = self.fake.get(LEASES)
+        self.assertEqual(names(lst), ["n-1", "n-3"])
+
+    def test_watch_events_and_label_selector(self):
+        st, lst, _ = self.fake.get(LEASES)
+        rv = lst["metadata"]["resourceVersion"]
+        w = self.watch("watch=1&allowWatchBookmarks=true&labelSelector=line%%3Dyes&resourceVersion=%s" % rv)
+        legacy = self.watch("resourceVersion=%s" % rv, path="/apis/coordination.k8s.io/v1/watch/namespaces/%s/leases" % NS)
+        a = self.create(lease("w1", labels={"line": "yes"}))
+        self.create(lease("w2", labels={"line": "no"}))
+        a["spec"]["holderIdentity"] = "gate-b"
+        st, b, _ = self.fake.request("PUT", LEASES + "/w1", body=a)
+        self.assertEqual(st, 200)
+        st, _, _ = self.fake.request("DELETE", LEASES + "/w1")
+        self.assertEqual(st, 200)
+        d = w.wait_for(lambda e: e["type"] == "DELETED", "DELETED")
+        self.assertGreater(int(d["object"]["metadata"]["resourceVersion"]), int(b["metadata"]["resourceVersion"]))
+        evs = [(e["type"], e["object"]["metadata"]["name"]) for e in w.events if e["type"] != "BOOKMARK"]
+        self.assertEqual(evs, [("ADDED", "w1"), ("MODIFIED", "w1"), ("DELETED", "w1")])
+        self.assertEqual(w.events[1]["object"]["kind"], "Lease")
+        legacy.wait_for(lambda e: e["type"] == "DELETED", "DELETED on the legacy watch path")
+        self.assertEqual([e["object"]["metadata"]["name"] for e in legacy.events], ["w1", "w2", "w1", "w1"])
+        bm = w.wait_for(lambda e: e["type"] == "BOOKMARK", "a bookmark")
+        self.assertEqual((bm["object"]["kind"], bm["object"]["apiVersion"]), ("Lease", "coordination.k8s.io/v1"))
+        # the shared history: an old resourceVersion after expire is 410
+        self.fake.ctl(fault="expire")
+        old = self.watch("watch=1&resourceVersion=%s" % rv)
+        self.assertEqual(old.wait_end(5), "clean")
+        self.assertEqual(old.events[0]["object"]["code"], 410)
+
+    def test_faults_and_stats(self):
+        self.create(lease("f"))
+        self.fake.ctl(fault="reset_stats")
+        self.fake.ctl(fault="leases_unavailable", status=503)
+        st, body, _ = self.fake.request("POST", LEASES, body=lease("g"))
+        self.assertEqual((st, body["reason"]), (503, "ServiceUnavailable"))
+        st, _, _ = self.fake.get(LEASES + "/f")
+        self.assertEqual(st, 200, "reads still work")
+        self.fake.ctl(fault="leases_unavailable", status=403, verbs=["update", "patch"], count=1)
+        st, body, _ = self.fake.request("PATCH", LEASES + "/f", body={"spec": {"holderIdentity": "z"}}, headers=MERGE)
+        self.assertEqual((st, body["message"]), (403, 'leases.coordination.k8s.io "f" is forbidden: User '
+                         '"system:serviceaccount:skewgate:skewgate" cannot patch resource "leases" in API group '
+                         '"coordination.k8s.io" in the namespace "openshift-skewgate"'))
+        st, _, _ = self.fake.request("PATCH", LEASES + "/f", body={"spec": {"holderIdentity": "z"}}, headers=MERGE)
+        self.assertEqual(st, 200, "count 1: only the next one")
+        self.fake.ctl(fault="forbid", resource="leases.coordination.k8s.io")
+        st, _, _ = self.fake.get(LEASES)
+        self.assertEqual(st, 403)
+        self.fake.ctl(fault="clear")
+        s = self.fake.stats()
+        self.assertEqual(s["requestsByResource"]["leases.coordination.k8s.io"],
+                         {"create": 1, "get": 1, "patch": 2, "list": 1})
+        b = s["bytesByResource"]["leases.coordination.k8s.io"]
+        self.assertGreater(b["in"], 100)
+        self.assertGreater(b["out"], b["in"])
+        self.assertEqual(s["leases"], 1)
 
 
 if __name__ == "__main__":
