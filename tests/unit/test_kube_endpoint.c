@@ -74,3 +74,17 @@ Test(kube_endpoint, pages_carry_limit_and_continue)
     cr_assert_eq(kube_watch_target(t, sizeof t, &nodes, "7", 60), 0);
     cr_assert_str_eq(t, "/api/v1/nodes?watch=1&resourceVersion=7&allowWatchBookmarks=true&timeoutSeconds=60");
 }
+
+Test(kube_endpoint, label_selector_escaped)
+{
+    char t[KUBE_TARGET_MAX];
+    kube_collection_t leases = {"/apis/coordination.k8s.io/v1/namespaces/skewgate/leases", NULL, 100,
+                                "skewgate.openshift.io/pace-line"};
+    cr_assert_eq(kube_list_target(t, sizeof t, &leases, NULL), 0);
+    cr_assert_str_eq(t, "/apis/coordination.k8s.io/v1/namespaces/skewgate/leases?"
+                        "labelSelector=skewgate.openshift.io%2Fpace-line&limit=100");
+    cr_assert_eq(kube_watch_target(t, sizeof t, &leases, "7", 60), 0);
+    cr_assert_str_eq(t, "/apis/coordination.k8s.io/v1/namespaces/skewgate/leases?"
+                        "labelSelector=skewgate.openshift.io%2Fpace-line&watch=1&resourceVersion=7"
+                        "&allowWatchBookmarks=true&timeoutSeconds=60");
+}
