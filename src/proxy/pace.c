@@ -619,6 +619,7 @@ static uint32_t pace_shared_ahead(pace_room_t *r, const config_pace_t *cfg, cons
     pace_shared_t *s = r->shared;
     uint32_t ahead = 0;
     size_t i = 0;
+    int64_t to_room = (int64_t)now_ms - (int64_t)clock_wall_coarse_ms();
     *in_line = false;
     for (; i < s->n_line; i++) {
         pace_shared_waiter_t *w = &s->line[i];
@@ -630,6 +631,12 @@ static uint32_t pace_shared_ahead(pace_room_t *r, const config_pace_t *cfg, cons
             continue;           /* its place only */
         if (pace_shared_find(s, &w->key) || pace_claim_find(r->claims, r->n_claims, &w->key))
             continue;           /* admitted, its wait Lease not deleted yet */
+        if (pace_trusted(r)) {
+            /* joined: a Ready Node born after it first asked */
+            const pace_view_addr_t *a = pace_view_newest(r->view, &w->key);
+            if (a && a->ready && a->created + PACE_NODE_SKEW_MS >= w->acquire_wall + to_room)
+                continue;
+        }
         const pace_node_t *n = pace_find(r, &w->key);
         bool present = n && !n->admitted_ms && pace_present(n, cfg, now_ms);
         if (!present) {

@@ -248,9 +248,13 @@ static pace_shared_t *build_shared(pace_line_t *l)
         x->at = json_integer_value(json_object_get(rec, "at"));
         x->name = name;
         nw++;
-        /* Admitted by this gate: its wait Lease goes. */
+        /* Admitted by this gate: its wait Lease goes; admitted by a gate
+         * that has not deleted it a minute later (it died, or restarted
+         * under another name): any gate deletes it. */
+        int64_t now = wall_now();
         for (size_t i = 0; i < n; i++)
-            if (!memcmp(&e[i].key, &x->key, sizeof x->key) && !strcmp(e[i].gate, l->gate))
+            if (!memcmp(&e[i].key, &x->key, sizeof x->key) &&
+                (!strcmp(e[i].gate, l->gate) || now - e[i].admitted_wall > 60000))
                 queue_delete(l, name, json_string_value(json_object_get(rec, "uid")));
     }
     qsort(w, nw, sizeof *w, wait_cmp);
