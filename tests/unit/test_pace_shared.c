@@ -299,3 +299,20 @@ Test(pace_shared, joining_text_round_trips)
     cr_assert_eq(bad, 1);
     free(text);
 }
+
+#include "source/pace_line.h"
+
+Test(pace_shared, wait_lease_names_and_micro_times)
+{
+    addrset_key_t k = key(7), back;
+    char name[128];
+    pace_line_wait_name(&k, name, sizeof name);
+    cr_assert_str_eq(name, "skewgate-pace-wait-00000000000000000000ffff7f010007");
+    cr_assert_eq(pace_line_wait_key(name, &back), 0);
+    cr_assert_eq(memcmp(&k, &back, sizeof k), 0);
+    cr_assert_eq(pace_line_wait_key("skewgate-pace-joining", &back), -1);
+    cr_assert_eq(pace_line_wait_key("skewgate-pace-wait-zz", &back), -1);
+    cr_assert_eq(pace_line_micro_ms("2026-12-04T20:12:46.123456Z"), 1796415166123LL);
+    cr_assert_eq(pace_line_micro_ms("2026-12-04T20:12:46Z"), 1796415166000LL);
+    cr_assert_eq(pace_line_micro_ms("junk"), 0);
+}
