@@ -66,8 +66,8 @@ PY
   [ "$(gate_port false)" = "${PORTS[$g]}" ] || die "gate $g listens on $(gate_port false), not ${PORTS[$g]}"
 done
 GATE_PID=
-line_is() {   # line_is ADMIN LINE: /held's pace.line
-  curl -sf --max-time 5 "http://$1/held" | python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)["pace"]["line"] != sys.argv[1])' "$2"
+line_is() {   # line_is ADMIN MODE: /held's pace.lineMode
+  curl -sf --max-time 5 "http://$1/held" | python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)["pace"]["lineMode"] != sys.argv[1])' "$2"
 }
 for g in 1 2 3; do
   wait_until 20 line_is "${ADMINS[$g]}" api || die "gate $g is not on the shared line: $(curl -sf "http://${ADMINS[$g]}/held")"
