@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -17,6 +18,7 @@
 
 #define PACE_LINE_MAX_BACKOFF_MS 4000
 #define PACE_LINE_TRIES 3
+#define PACE_LINE_ROUNDS 3
 #define PACE_LINE_IDLE_MS 10000
 #define PACE_LINE_MAX_ENTRIES 4096
 
@@ -52,6 +54,14 @@ struct pace_line {
     char deleting[128];
     pace_line_counts_t counts;
     bool failing;
+    /* Rounds of PACE_LINE_TRIES conflicts in a row, with no success
+     * between: the claims are dropped after each round and the writer
+     * waits a jittered moment; PACE_LINE_ROUNDS of them and the room falls
+     * back. */
+    int rounds;
+    bool backing_off;
+    struct event *backoff_ev;
+    unsigned seed;
 };
 
 /* ---- pure --------------------------------------------------------------- */
@@ -399,7 +409,7 @@ static bool read_joining(pace_line_t *l)
  * then the admitted nodes' wait Leases. */
 static void writer_next(pace_line_t *l)
 {
-    if (l->op != OP_IDLE || !l->table.listed)
+    if (l->op != OP_IDLE || !l->table.listed || l->backing_off)
         return;
     if (l->ops.pending(l->arg)) {
         l->tries = 0;
@@ -444,6 +454,15 @@ static void writer_next(pace_line_t *l)
     json_object_foreach_safe(l->deleted, tmp, name, uid)
         if (!json_object_get(l->table.records, name))
             json_object_del(l->deleted, name);
+}
+
+static void on_backoff(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    pace_line_t *l = arg;
+    l->backing_off = false;
+    writer_next(l);
 }
 
 static void on_kick(evutil_socket_t fd, short what, void *arg)
@@ -528,6 +547,7 @@ static void on_done(void *arg, const kube_response_t *resp)
             l->joining = rv ? json_pack("{s:s, s:s}", "rv", rv, "text", text ? text : "") : NULL;
             json_decref(o);
             l->ops.written(l->arg, true);
+            l->rounds = 0;
             if (l->failing) {
                 l->ops.failing(l->arg, NULL);
                 log_msg(LOG_INFO, "pace_line", "the shared line writes again");
@@ -536,9 +556,18 @@ static void on_done(void *arg, const kube_response_t *resp)
         } else if (resp->status == 409) {
             /* Another gate wrote first (or created it): read, plan again. */
             l->counts.conflicts++;
-            if (++l->tries >= PACE_LINE_TRIES) {
-                snprintf(why, sizeof why, "the joining Lease's updates conflicted %d times in a row", l->tries);
+            if (++l->tries >= PACE_LINE_TRIES && ++l->rounds >= PACE_LINE_ROUNDS) {
+                snprintf(why, sizeof why, "the joining Lease's updates conflicted %d times in a row",
+                         l->rounds * PACE_LINE_TRIES);
+                l->rounds = 0;
                 write_fail(l, why);
+            } else if (l->tries >= PACE_LINE_TRIES) {
+                /* Other gates write as fast: the claims go (their nodes
+                 * claim again at their next retry), a jittered pause. */
+                l->ops.written(l->arg, false);
+                struct timeval tv = {0, (long)(20000 + rand_r(&l->seed) % 100000)};
+                l->backing_off = true;
+                evtimer_add(l->backoff_ev, &tv);
             } else if (read_joining(l)) {
                 return;
             } else {
@@ -587,10 +616,12 @@ pace_line_t *pace_line_new(struct event_base *base, config_t *cfg, const pace_li
     int rc = kube_table_init(&l->table, "Leases", "pace_line", &lease_ops, l);
     l->rebuild_ev = event_new(base, -1, 0, on_rebuild, l);
     l->kick_ev = event_new(base, -1, 0, on_kick, l);
+    l->backoff_ev = evtimer_new(base, on_backoff, l);
+    l->seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)l;
     l->bell_ready = wakeup_init(&l->bell) == 0;
     if (l->bell_ready)
         l->bell_ev = event_new(base, wakeup_fd(&l->bell), EV_READ | EV_PERSIST, on_bell, l);
-    if (rc < 0 || !l->rebuild_ev || !l->kick_ev || !l->bell_ev || !l->deletes || !l->deleted) {
+    if (rc < 0 || !l->rebuild_ev || !l->kick_ev || !l->backoff_ev || !l->bell_ev || !l->deletes || !l->deleted) {
         pace_line_free(l);
         return NULL;
     }
@@ -641,6 +672,8 @@ void pace_line_free(pace_line_t *l)
         event_free(l->rebuild_ev);
     if (l->kick_ev)
         event_free(l->kick_ev);
+    if (l->backoff_ev)
+        event_free(l->backoff_ev);
     if (l->bell_ev)
         event_free(l->bell_ev);
     if (l->bell_ready)
