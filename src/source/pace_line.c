@@ -311,6 +311,9 @@ static void on_error(void *owner, const char *what, const char *why)
 {
     pace_line_t *l = owner;
     snprintf(l->last_error, sizeof l->last_error, "%s: %s", what, why);
+    /* The room's why follows the latest failure (a 403 after a drop). */
+    if (l->table.failing)
+        schedule(l);
 }
 
 static const kube_table_ops_t lease_ops = {keep_lease, on_change, on_change, on_change, on_error};

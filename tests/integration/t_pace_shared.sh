@@ -73,7 +73,7 @@ for g in 1 2 3; do
   wait_until 20 line_is "${ADMINS[$g]}" api || die "gate $g is not on the shared line: $(curl -sf "http://${ADMINS[$g]}/held")"
   GATE_LOG="$TMP/gate$g.log" wait_until 10 reason_is Compliant || die "gate $g: the verdict did not settle"
 done
-curl -sf "http://${ADMINS[1]}/metrics" | grep -qx 'skewgate_pace_shared_line 1' || die "skewgate_pace_shared_line is not 1"
+curl -sf "http://${ADMINS[1]}/metrics" | grep -x "skewgate_pace_shared_line 1" >/dev/null || die "skewgate_pace_shared_line is not 1"
 fa_ctl '{"fault":"reset_stats"}' >/dev/null
 
 note "$NODES nodes through 3 gates (max_joining $MAX, the shared line): at most $MAX joining at any step"
