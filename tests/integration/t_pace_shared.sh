@@ -125,11 +125,12 @@ n = int(sys.argv[2])
 verbs = st["requestsByResource"].get("leases.coordination.k8s.io", {})
 writes = {k: v for k, v in verbs.items() if k in ("create", "update", "delete", "patch")}
 print("Lease requests by verb: %s" % json.dumps(verbs, sort_keys=True))
-# a wait Lease per node entering the line (n at most), an update per
-# admission batch and a delete per admitted node (n each): 3n, with the
-# updates a conflict repeats and the creates another gate made first (409)
-assert sum(writes.values()) <= 3 * n + 10, writes
-assert writes.get("delete", 0) <= n + 5, writes
+# a wait Lease per node entering the line (n at most, the 409s of another
+# gate first included), an update per admission batch and a delete per
+# admitted node (n each): 3n in all, the updates a conflict repeats
+# included (measured: 78-82 of 90 for 30 nodes)
+assert sum(writes.values()) <= 3 * n, writes
+assert writes.get("delete", 0) <= n and writes.get("update", 0) <= n + 5, writes
 PY
 for g in 1 2 3; do
   curl -sf "http://${ADMINS[$g]}/metrics" | grep -E '^skewgate_pace_(admitted_total|shared_line|paced_total\{cause="(claim|sync)"\}) ' | tr '\n' ' '
