@@ -217,6 +217,8 @@ typedef struct config_coalesce {
     uint32_t min_read_rate;     /* default 32 KiB/s: a reader has send_timeout + body / this to read it all */
 } config_coalesce_t;
 
+typedef enum { PACE_LINE_AUTO, PACE_LINE_API, PACE_LINE_LOCAL } pace_line_kind_t;
+
 /* Pacing a scale-up (DESIGN 1.9, proxy/pace.h): at most max_joining nodes
  * admitted and not yet joined, first come, first served. */
 typedef struct config_pace {
@@ -233,6 +235,11 @@ typedef struct config_pace {
      * + 100, and 90 leaves room for the nodes already joining */
     uint32_t max_pending_csrs;
     uint32_t replicas;          /* default 1: gates sharing the cluster's max_joining */
+    /* default auto: the shared line (Leases in namespace, source/
+     * pace_line.h) when enforcement.source is kubernetes and replicas > 1,
+     * the gate's own line otherwise */
+    pace_line_kind_t line;
+    char *namespace;            /* default: the service account's namespace file, else "skewgate" */
 } config_pace_t;
 
 typedef struct config_log {

@@ -72,7 +72,9 @@
 
 #include "conf/config.h"
 #include "core/addrset.h"
+#include "core/pace_shared.h"
 #include "core/pace_view.h"
+#include "os/wakeup.h"
 
 #define PACE_POOL_LEN 64
 
@@ -122,7 +124,7 @@ typedef struct pace_room {
     uint64_t unrecorded_total;      /* paced without a place: the line full of present nodes */
     uint64_t evicted_total;         /* absent nodes of a full line that made way for a newcomer */
     uint64_t forgotten_total;       /* waiting nodes unseen for join_timeout */
-    uint64_t paced_total[6];        /* by pace_cause_t */
+    uint64_t paced_total[8];        /* by pace_cause_t */
     /* The cluster as the API shows it (owned; NULL: no watch), the
      * joining nodes no Node born for them shows yet (O), and admitted ->
      * Ready (join_buckets: one count per bucket of PACE_JOIN_BUCKETS_S,
@@ -133,7 +135,28 @@ typedef struct pace_room {
     uint64_t join_buckets[PACE_JOIN_BUCKETS + 1];
     uint64_t join_sum_ms;
     uint64_t hash_key[2];           /* hash_seeded's key, per room */
+    /* The shared line (pace.line api, source/pace_line.h): the joining
+     * set and the line as the Leases show them (owned; NULL: none yet),
+     * this gate's claims and new waiters for the main thread's writer,
+     * and the writer's failure (the fallback). */
+    bool line_api;
+    struct pace_shared *shared;
+    struct pace_claim *claims;
+    uint32_t n_claims, cap_claims;
+    struct pace_claim *waiters;     /* new in the line: wait Leases to create */
+    uint32_t n_waiters, cap_waiters;
+    wakeup_t *bell;                 /* the writer's doorbell (NULL: nobody listens) */
+    bool write_failing;             /* until write_fail_ms + PACE_WRITE_FALLBACK_MS, or a write succeeds */
+    uint64_t write_fail_ms;
+    char write_why[PACE_VIEW_WHY_LEN];
 } pace_room_t;
+
+/* A writer that failed (conflicts unsettled, errors) leaves the room
+ * counting blind this long, then it claims again. */
+#define PACE_WRITE_FALLBACK_MS 5000
+/* A claim or a wait Lease written that the Leases do not show this long
+ * after is dropped (its node claims again, or is queued again). */
+#define PACE_CLAIM_STALE_MS 30000
 
 /* A line of max_line waiting nodes (the joining ones come on top). 0, or
  * -1 out of memory. */
@@ -154,8 +177,10 @@ typedef enum {
     PACE_RATE,          /* slots are free but pace.per_minute were admitted this minute */
     PACE_TURN,          /* slots are free, and present nodes ahead of it take them */
     PACE_ROOM,          /* a newcomer the full line of present nodes has no place for */
+    PACE_CLAIM,         /* the shared line: its turn, claimed in the joining Lease; admitted at its next retry */
+    PACE_SYNC,          /* the shared line: not listed yet since the gate started, everyone waits */
 } pace_cause_t;
-#define PACE_CAUSES 6
+#define PACE_CAUSES 8
 
 /* "ceiling", "budget", ...; "" for PACE_ADMITTED. */
 const char *pace_cause_name(pace_cause_t cause);
@@ -211,6 +236,11 @@ typedef struct pace_stats {
     uint64_t join_sum_ms;
     uint64_t join_timeout_ms;
     uint32_t max_joining, max_pending_csrs, replicas;  /* the configuration it was counted with */
+    /* The line: shared (the Leases: line_api and usable), or local, and
+     * why local when the shared line is configured (fallback or sync). */
+    bool line_configured, line_shared;
+    char line_why[PACE_VIEW_WHY_LEN];
+    uint32_t shared_joining, shared_waiting, claims;
 } pace_stats_t;
 
 /* The room for reports, copied out under its lock: the counts, and, with
@@ -225,5 +255,39 @@ typedef struct pace_report {
 /* 0, or -1 out of memory (the stats are filled either way). */
 int pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool lists, pace_report_t *out);
 void pace_report_release(pace_report_t *rep);
+
+/* ---- the shared line (docs/internals.md, "The shared line") ------------ */
+
+/* A claim or a new waiter queued for the writer. */
+typedef enum { PACE_CLAIM_PENDING, PACE_CLAIM_WRITING, PACE_CLAIM_WRITTEN } pace_claim_state_t;
+typedef struct pace_claim {
+    addrset_key_t key;
+    int64_t wall;               /* claimed, or first paced (unix ms) */
+    uint64_t at_ms;             /* the room's clock: when queued or written */
+    pace_claim_state_t state;
+} pace_claim_t;
+
+/* Shared mode on (the room starts in sync) and the doorbell the room
+ * rings when it queues something for the writer. */
+void pace_room_use_shared(pace_room_t *r, wakeup_t *bell);
+/* Taken over; the turns seen so far are kept for the nodes still in line. */
+void pace_room_set_shared(pace_room_t *r, pace_shared_t *s, uint64_t now_ms);
+/* The writer's failure (why) or success (NULL): the fallback while it fails. */
+void pace_room_write_failing(pace_room_t *r, const char *why);
+
+/* The writer's plan on the joining Lease as read (in, n_in): the live
+ * entries kept (departed ones dropped: a Node born for it Ready, or
+ * join_timeout), then the pending claims added while the set stays within
+ * max_joining (those become WRITING); out holds max_joining + n_in
+ * entries at least. Returns the entries in out; *added the claims. */
+size_t pace_shared_plan(pace_room_t *r, const config_pace_t *cfg, const char *gate, const pace_line_entry_t *in,
+                        size_t n_in, int64_t now_wall, uint64_t now_ms, pace_line_entry_t *out, size_t *added);
+/* The update's outcome: written (the claims stay counted until the
+ * Leases show them), or not (they are dropped: their nodes claim again). */
+void pace_shared_written(pace_room_t *r, bool ok, uint64_t now_ms);
+/* Takes the waiters queued (the caller frees *out); their number. */
+uint32_t pace_shared_take_waiters(pace_room_t *r, pace_claim_t **out);
+/* Whether claims wait for a write. */
+bool pace_shared_pending(pace_room_t *r);
 
 #endif

@@ -251,6 +251,17 @@ static json_t *pace_stats_json(const pace_stats_t *st, const pace_clocks_t *c)
         json_object_set_new(p, "headEarliestAdmission",
                             json_string(time_format_rfc3339((time_t)(wall / 1000), when, sizeof when)));
     }
+    /* The line: the shared one (the Leases), or this gate's own, and why
+     * its own when the shared one is configured (sync, the fallback). */
+    if (p) {
+        json_object_set_new(p, "lineMode", json_string(st->line_shared ? "api" : "local"));
+        if (st->line_configured) {
+            json_object_set_new(p, "lineWhy", st->line_why[0] ? json_string(st->line_why) : json_null());
+            json_object_set_new(p, "sharedJoining", json_integer((json_int_t)st->shared_joining));
+            json_object_set_new(p, "sharedWaiting", json_integer((json_int_t)st->shared_waiting));
+            json_object_set_new(p, "claimsInFlight", json_integer((json_int_t)st->claims));
+        }
+    }
     json_decref(more);
     json_decref(counted);
     return p;

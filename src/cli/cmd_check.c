@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "source/pace_line.h"
 #include "cli/cmd.h"
 #include "conf/config.h"
 #include "policy/token_set.h"
@@ -385,6 +386,12 @@ int cmd_check(int argc, char **argv)
         machines_watch_rbac(run.cfg, rules, sizeof rules);
         printf("rbac: the service account needs get, list and watch on:\n%s", rules);
     }
+    /* The shared line writes: its Leases, in its namespace only. */
+    if (pace_line_wanted(run.cfg))
+        printf("rbac: and for the shared line (pace.line), get, list, watch, create, update and delete on:\n"
+               "  Role in %s: apiGroups [coordination.k8s.io] resources [leases] verbs [get list watch create "
+               "update delete] (pace.line)\n",
+               run.cfg->pace.namespace);
     config_free(run.cfg);
     return 0;
 }

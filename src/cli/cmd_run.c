@@ -87,7 +87,13 @@ static int gate_pace_watch(gate_t *g, char *err, size_t errlen)
     if (!pace_watch_wanted(g->cfg))
         return 0;
     g->pace_watch = gate_new_pace_watch(g, g->cfg, err, errlen);
-    return g->pace_watch ? 0 : -1;
+    if (!g->pace_watch)
+        return -1;
+    /* The shared line (pace.line, at start only: a reload keeps it). */
+    if (!pace_line_wanted(g->cfg))
+        return 0;
+    g->pace_line = gate_new_pace_line(g, g->cfg, err, errlen);
+    return g->pace_line ? 0 : -1;
 }
 
 /* upstream.mcs_release auto with the kubernetes source: the
@@ -259,6 +265,7 @@ static void gate_free(gate_t *g)
     }
     free(g->held_tables);
     pace_watch_free(g->pace_watch);
+    pace_line_free(g->pace_line);
     mcs_watch_free(g->mcs_watch);
     pace_room_destroy(&g->pace);
     machines_watch_free(g->machines);

@@ -2,6 +2,7 @@
  * build or log the same way, so that neither calls into the other:
  * cmd_run -> gate_reload -> gate, cmd_run -> gate. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <jansson.h>
 
 #include "core/addr.h"
@@ -77,6 +78,71 @@ pace_watch_t *gate_new_pace_watch(gate_t *g, config_t *cfg, char *err, size_t er
         return NULL;
     }
     return w;
+}
+
+/* The shared line's ops: the room, on the main thread. */
+static void gate_line_publish(void *arg, pace_shared_t *s)
+{
+    gate_t *g = arg;
+    pace_room_set_shared(&g->pace, s, clock_coarse_ms());
+}
+
+static size_t gate_line_plan(void *arg, const char *gate, const pace_line_entry_t *in, size_t n_in, int64_t now_wall,
+                             pace_line_entry_t *out, size_t *added)
+{
+    gate_t *g = arg;
+    return pace_shared_plan(&g->pace, &g->cfg->pace, gate, in, n_in, now_wall, clock_coarse_ms(), out, added);
+}
+
+static void gate_line_written(void *arg, bool ok)
+{
+    gate_t *g = arg;
+    pace_shared_written(&g->pace, ok, clock_coarse_ms());
+}
+
+static void gate_line_failing(void *arg, const char *why)
+{
+    gate_t *g = arg;
+    pace_room_write_failing(&g->pace, why);
+}
+
+static size_t gate_line_take_waiters(void *arg, pace_line_entry_t **out)
+{
+    gate_t *g = arg;
+    pace_claim_t *w = NULL;
+    uint32_t n = pace_shared_take_waiters(&g->pace, &w);
+    *out = n ? calloc(n, sizeof **out) : NULL;
+    if (!*out)
+        n = 0;
+    for (uint32_t i = 0; i < n; i++)
+        (*out)[i] = (pace_line_entry_t){.key = w[i].key, .admitted_wall = w[i].wall};
+    free(w);
+    return n;
+}
+
+static bool gate_line_pending(void *arg)
+{
+    gate_t *g = arg;
+    return pace_shared_pending(&g->pace);
+}
+
+pace_line_t *gate_new_pace_line(gate_t *g, config_t *cfg, char *err, size_t errlen)
+{
+    static const pace_line_ops_t ops = {gate_line_publish, gate_line_plan,         gate_line_written,
+                                        gate_line_failing, gate_line_take_waiters, gate_line_pending};
+    pace_line_t *l = pace_line_new(g->base, cfg, &ops, g);
+    if (!l) {
+        snprintf(err, errlen, "pace.line: out of memory");
+        return NULL;
+    }
+    char why[512];
+    if (pace_line_start(l, why, sizeof why) < 0) {
+        pace_line_free(l);
+        snprintf(err, errlen, "pace.line: the shared line failed to start: %s", why);
+        return NULL;
+    }
+    pace_room_use_shared(&g->pace, pace_line_bell(l));
+    return l;
 }
 
 /* mcs_watch_publish_fn of the gate (arg): only the running watch's

@@ -18,6 +18,7 @@
 #include "source/controller.h"
 #include "source/machines.h"
 #include "source/mcs_watch.h"
+#include "source/pace_line.h"
 #include "source/pace_watch.h"
 #include "source/source.h"
 
@@ -47,6 +48,7 @@ typedef struct gate {
     token_watch_t *tokens;      /* admission.token; NULL: the policy is off */
     machines_watch_t *machines; /* admission.machines; NULL when off */
     pace_watch_t *pace_watch;   /* Nodes and CSRs for pace (pace_watch_wanted); NULL when not */
+    pace_line_t *pace_line;     /* the shared line (pace_line_wanted, at start only); NULL when not */
     mcs_watch_t *mcs_watch;     /* the machine-config ClusterOperator (mcs_watch_wanted); NULL when not */
     struct event *sig_term, *sig_int, *sig_hup;
 
@@ -71,6 +73,8 @@ machines_watch_t *gate_new_machines(gate_t *g, config_t *cfg, char *err, size_t 
  * to the gate's room. NULL with err when out of memory or its API server
  * settings are unusable (logged). */
 pace_watch_t *gate_new_pace_watch(gate_t *g, config_t *cfg, char *err, size_t errlen);
+/* The shared line's Leases watch and writer, the room in shared mode. */
+pace_line_t *gate_new_pace_line(gate_t *g, config_t *cfg, char *err, size_t errlen);
 /* The machine-config ClusterOperator watch of cfg (which it references),
  * started; its readings move the controller's MCS release while it is
  * g->mcs_watch. NULL with err when out of memory or its API server

@@ -278,6 +278,16 @@ static void status_print_pace(FILE *out, const json_t *pace)
             (long long)json_integer_value(json_object_get(pace, "waiting")),
             (long long)json_integer_value(json_object_get(pace, "admittedTotal")),
             (long long)json_integer_value(json_object_get(pace, "joinTimeouts")));
+    /* The shared line (pace.line), when configured: on it, or why not. */
+    if (json_object_get(pace, "lineWhy")) {
+        if (!strcmp(status_str(pace, "lineMode"), "api"))
+            fprintf(out, "  line:      shared (the pace-line Leases): %lld joining, %lld waiting, %lld claims in flight\n",
+                    (long long)json_integer_value(json_object_get(pace, "sharedJoining")),
+                    (long long)json_integer_value(json_object_get(pace, "sharedWaiting")),
+                    (long long)json_integer_value(json_object_get(pace, "claimsInFlight")));
+        else
+            fprintf(out, "  line:      the gate's own, not the shared one: %s\n", status_str(pace, "lineWhy"));
+    }
     /* A gate before this field: nothing to say of how it counts. */
     const char *counting = status_str(pace, "counting");
     if (!strcmp(counting, "api"))

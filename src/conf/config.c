@@ -246,6 +246,7 @@ void config_free(config_t *cfg)
         free(cfg->admission.token.files[i]);
     free(cfg->admission.machines.namespace);
     free(cfg->admission.machines.cluster_api_namespace);
+    free(cfg->pace.namespace);
     for (size_t i = 0; i < cfg->gate.n_prefixes; i++)
         free(cfg->gate.prefixes[i]);
     for (size_t i = 0; i < cfg->n_origins; i++)

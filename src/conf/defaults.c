@@ -5,7 +5,28 @@
 #include "loading.h"
 #include "conf/grammar.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #define SERVICE_ACCOUNT_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/* pace.namespace's default: the gate's own namespace (the service
+ * account's namespace file) when it is readable, else "skewgate". */
+static void pace_default_namespace(char *buf, size_t len)
+{
+    snprintf(buf, len, "skewgate");
+    FILE *f = fopen(SERVICE_ACCOUNT_DIR "/namespace", "r");
+    if (!f)
+        return;
+    char ns[256];
+    size_t n = fread(ns, 1, sizeof ns - 1, f);
+    fclose(f);
+    while (n && (ns[n - 1] == '\n' || ns[n - 1] == ' ' || ns[n - 1] == '\r'))
+        n--;
+    ns[n] = '\0';
+    if (n)
+        snprintf(buf, len, "%s", ns);
+}
 
 int config_set_defaults(loader_t *ld, config_t *cfg)
 {
@@ -56,8 +77,11 @@ int config_set_defaults(loader_t *ld, config_t *cfg)
     cfg->pace = (config_pace_t){.max_joining = 50, .join_timeout_ms = 30 * 60000, .head_hold_ms = 15000,
                                 .max_pending_csrs = 90, .replicas = 1};
 
+    char pace_ns[256];
+    pace_default_namespace(pace_ns, sizeof pace_ns);
     cfg->gate.n_prefixes = 1;
-    if (schema_set_string(ld, ld->root, &cfg->gate.prefixes[0], "/config/") < 0 ||
+    if (schema_set_string(ld, ld->root, &cfg->pace.namespace, pace_ns) < 0 ||
+        schema_set_string(ld, ld->root, &cfg->gate.prefixes[0], "/config/") < 0 ||
         schema_set_string(ld, ld->root, &e->kubernetes.server, "") < 0 ||
         schema_set_string(ld, ld->root, &e->kubernetes.ca_file, SERVICE_ACCOUNT_DIR "/ca.crt") < 0 ||
         schema_set_string(ld, ld->root, &e->kubernetes.token_file, SERVICE_ACCOUNT_DIR "/token") < 0 ||

@@ -58,6 +58,15 @@ static bool same_listener_addr(bool a_on, const config_addr_t *a, bool b_on, con
     return a_on == b_on && (!a_on || strcmp(a->text, b->text) == 0);
 }
 
+/* The shared line runs (source/pace_line.h, pace_line_wanted): started
+ * with the gate only, so a reload may not turn it on or off. */
+static bool pace_shared_on(const config_t *c)
+{
+    const config_pace_t *p = &c->pace;
+    return p->enabled && c->enforcement.source == SOURCE_KIND_KUBERNETES &&
+           (p->line == PACE_LINE_API || (p->line == PACE_LINE_AUTO && p->replicas > 1));
+}
+
 int config_restart_needed(const config_t *old, const config_t *new, char *why, size_t len)
 {
     /* Each row: the key, whether the values are the same (compared whole:
@@ -87,6 +96,10 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
         {"held.forget_after", old->held.forget_after_ms == new->held.forget_after_ms, "", ""},
         /* The token files are watched from start; their contents reload. */
         {"admission.token.files", same_token_files(&old->admission.token, &new->admission.token), "", ""},
+        /* The shared line's Leases watch and writer start with the gate:
+         * whether it runs (pace.line resolved, pacing on), and where. */
+        {"pace.line", pace_shared_on(old) == pace_shared_on(new), "", ""},
+        {"pace.namespace", !pace_shared_on(old) || same_text(old->pace.namespace, new->pace.namespace), "", ""},
     };
     workers_text(old->workers, rows[0].was, sizeof rows[0].was);
     workers_text(new->workers, rows[0].now, sizeof rows[0].now);
@@ -110,6 +123,10 @@ int config_restart_needed(const config_t *old, const config_t *new, char *why, s
     snprintf(rows[9].now, sizeof rows[9].now, "%llums", (unsigned long long)new->held.forget_after_ms);
     token_files_text(&old->admission.token, rows[10].was, sizeof rows[10].was);
     token_files_text(&new->admission.token, rows[10].now, sizeof rows[10].now);
+    snprintf(rows[11].was, sizeof rows[11].was, "%s", pace_shared_on(old) ? "the shared line" : "the gate's own");
+    snprintf(rows[11].now, sizeof rows[11].now, "%s", pace_shared_on(new) ? "the shared line" : "the gate's own");
+    snprintf(rows[12].was, sizeof rows[12].was, "%s", old->pace.namespace ? old->pace.namespace : "");
+    snprintf(rows[12].now, sizeof rows[12].now, "%s", new->pace.namespace ? new->pace.namespace : "");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if (!rows[i].same) {
             snprintf(why, len, "%s needs a restart (%s -> %s)", rows[i].key, rows[i].was, rows[i].now);

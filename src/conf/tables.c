@@ -73,6 +73,8 @@ static const enum_value_t source_kinds[] = {
     {"kubernetes", SOURCE_KIND_KUBERNETES}, {"file", SOURCE_KIND_FILE}, {NULL, 0}};
 static const enum_value_t decisions[] = {
     {"admit", DECISION_ADMIT}, {"reject", DECISION_REJECT}, {NULL, 0}};
+static const enum_value_t pace_lines[] = {
+    {"auto", PACE_LINE_AUTO}, {"api", PACE_LINE_API}, {"local", PACE_LINE_LOCAL}, {NULL, 0}};
 static const enum_value_t log_levels[] = {
     {"debug", LOG_DEBUG}, {"info", LOG_INFO}, {"warn", LOG_WARN}, {"error", LOG_ERROR}, {NULL, 0}};
 
@@ -336,6 +338,8 @@ static const field_t pace_fields[] = {
     {"per_minute", schema_read_count, PACE_FIELD(per_minute), &per_minute_count},
     {"max_pending_csrs", schema_read_count, PACE_FIELD(max_pending_csrs), &pending_csrs_count},
     {"replicas", schema_read_count, PACE_FIELD(replicas), &replicas_count},
+    {"line", schema_read_enum, PACE_FIELD(line), pace_lines},
+    {"namespace", conf_read_kube_name, PACE_FIELD(namespace), NULL},
 };
 static const schema_t pace_schema = SCHEMA(pace_fields);
 

@@ -311,6 +311,19 @@ static int validate_redirect(loader_t *ld)
 static int validate_pace(loader_t *ld)
 {
     const config_pace_t *p = &ld->cfg->pace;
+    bool shared = p->line == PACE_LINE_API ||
+                  (p->line == PACE_LINE_AUTO && ld->cfg->enforcement.source == SOURCE_KIND_KUBERNETES &&
+                   p->replicas > 1);
+    if (p->line == PACE_LINE_API && ld->cfg->enforcement.source != SOURCE_KIND_KUBERNETES)
+        return schema_fail_at_path(ld, "pace.line",
+                                   "the shared line lives in the API: it needs enforcement.source kubernetes (or "
+                                   "pace.line local)");
+    /* The joining Lease holds a line of about 64 bytes a node in one
+     * annotation, under the API's 256 KiB of annotations. */
+    if (shared && p->max_joining > 2000)
+        return schema_fail_at_path(ld, "pace.max_joining",
+                                   "%u nodes joining at once on the shared line (pace.line): at most 2000 fit in "
+                                   "its joining Lease (or pace.line local)", (unsigned)p->max_joining);
     if (p->replicas > p->max_joining)
         return schema_fail_at_path(ld, "pace.replicas",
                                    "%u gates sharing pace.max_joining %u: each needs at least one slot (raise "

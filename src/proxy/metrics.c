@@ -468,8 +468,12 @@ static void metrics_render_pace(FILE *f, const pace_stats_t *p)
                          "Waiting nodes forgotten after join_timeout unseen.", p->forgotten_total);
     metrics_render_value(f, "skewgate_pace_free_slots", "gauge",
                          "Slots free now (max_joining less the budget used, and per_minute).", p->free);
+    metrics_render_value(f, "skewgate_pace_shared_line", "gauge",
+                         "1 when pacing decides on the shared line (the pace-line Leases), 0 on the gate's own "
+                         "(pace.line local, or its fallback).",
+                         p->line_shared);
     metrics_head(f, "skewgate_pace_paced_total", "counter",
-                 "Paced requests by cause: ceiling, budget, rate, turn, room.");
+                 "Paced requests by cause: ceiling, budget, rate, turn, room, claim, sync.");
     for (int k = PACE_ADMITTED + 1; k < PACE_CAUSES; k++)
         fprintf(f, "skewgate_pace_paced_total{cause=\"%s\"} %" PRIu64 "\n", pace_cause_name((pace_cause_t)k),
                 p->paced_total[k]);

@@ -10,7 +10,9 @@
 #   openshift-cluster-api, which only clusters running the Cluster API
 #   have, would fail the whole `oc apply` everywhere else.
 # - pacing: get/list/watch on nodes and certificatesigningrequests, for
-#   pace.enabled with the kubernetes source; no other set grants CSRs.
+#   pace.enabled with the kubernetes source; no other set grants CSRs; and
+#   the shared line's Leases (get, list, watch, create, update, delete) in
+#   the gate's namespace (pace.line, auto with replicas > 1).
 . "$(dirname "$0")/lib.sh"
 need_kubectl
 export KUBECONFIG="$TMP/no-cluster"
@@ -48,8 +50,16 @@ enforcement:
     token_file: $TMP/token
 pace:
   enabled: true
+  replicas: 3
 EOF
 "$SKEWGATE_BIN" check -c "$TMP/gate-pace.yaml" >"$TMP/check-pace.out" || fail "check refused the pacing config"
+# The shared line (pace.line auto, three replicas) writes Leases in the
+# gate's namespace; with pace.line local it needs none of them.
+grep -qx '  Role in skewgate: apiGroups \[coordination.k8s.io\] resources \[leases\] verbs \[get list watch create update delete\] (pace.line)' "$TMP/check-pace.out" ||
+  fail "check does not print the shared line's rule: $(cat "$TMP/check-pace.out")"
+printf '  line: local\n' | cat "$TMP/gate-pace.yaml" - >"$TMP/gate-pace-local.yaml"
+"$SKEWGATE_BIN" check -c "$TMP/gate-pace-local.yaml" >"$TMP/check-pace-local.out" || fail "check refused pace.line local"
+if grep -q leases "$TMP/check-pace-local.out"; then fail "pace.line local asks for Leases: $(cat "$TMP/check-pace-local.out")"; fi
 # Without admission.machines or pace, only the base ClusterRole's rules
 # (the verdict source's, and the ClusterOperator's of upstream.mcs_release
 # auto), which no component adds.
@@ -106,7 +116,7 @@ rules "$TMP/machines.yaml" "$TMP/without.yaml" "$TMP/check.out" 2 openshift-mach
   fail "the admission-machines component's rules"
 rules "$TMP/machines-capi.yaml" "$TMP/without.yaml" "$TMP/check-capi.out" 3 openshift-machine-api openshift-cluster-api ||
   fail "the rules of both admission-machines components"
-rules "$TMP/pacing.yaml" "$TMP/without.yaml" "$TMP/check-pace.out" 2 ||
+rules "$TMP/pacing.yaml" "$TMP/without.yaml" "$TMP/check-pace.out" 3 skewgate ||
   fail "the pacing component's rules"
 for f in "$TMP/without.yaml" "$TMP/machines.yaml" "$TMP/machines-capi.yaml"; do
   if has certificatesigningrequests "$f"; then fail "$(basename "$f") grants CSRs"; fi

@@ -1512,3 +1512,28 @@ Test(config, syntax_and_file_errors_are_one_each)
     cr_expect_eq(missing.n_errors, 1);
     cr_expect_str_eq(c2.lines[0], "/nonexistent/skewgate.yaml: cannot open: No such file or directory");
 }
+
+/* pace.line and pace.namespace (issue 34): auto by default, the shared
+ * line refuses max_joining over 2000 (its joining Lease's annotation),
+ * api needs the kubernetes source. */
+Test(config, pace_line_and_namespace)
+{
+    config_t *cfg = parse_ok(MINIMAL);
+    cr_expect_eq(cfg->pace.line, PACE_LINE_AUTO);
+    cr_expect_str_eq(cfg->pace.namespace, "skewgate");   /* no service account here */
+    config_free(cfg);
+    cfg = parse_ok(MINIMAL "pace:\n  line: local\n  namespace: gates\n  max_joining: 3000\n  replicas: 3\n");
+    cr_expect_eq(cfg->pace.line, PACE_LINE_LOCAL);
+    cr_expect_str_eq(cfg->pace.namespace, "gates");
+    config_free(cfg);
+    /* replicas 1: auto is local, any max_joining */
+    cfg = parse_ok(MINIMAL "pace:\n  max_joining: 3000\n");
+    config_free(cfg);
+    expect_error(MINIMAL "pace:\n  max_joining: 2001\n  replicas: 3\n",
+                 "t.yaml:4:16: pace.max_joining: 2001 nodes joining at once on the shared line (pace.line): at most 2000 "
+                 "fit in its joining Lease (or pace.line local)");
+    expect_error(MINIMAL "pace:\n  line: shared\n", "t.yaml:4:9: pace.line: invalid value \"shared\": expected one of auto, api, local");
+    expect_error(MINIMAL "enforcement: {source: file, file: {path: /srv/mc.yaml}}\npace:\n  line: api\n",
+                 "t.yaml:5:9: pace.line: the shared line lives in the API: it needs enforcement.source kubernetes (or "
+                 "pace.line local)");
+}

@@ -44,7 +44,7 @@ Test(kube_endpoint, explicit_servers)
 Test(kube_endpoint, list_and_watch_targets_escape_the_selector)
 {
     char t[KUBE_TARGET_MAX];
-    kube_collection_t mc = {KUBE_MC_PATH, "metadata.name=cluster", 0};
+    kube_collection_t mc = {KUBE_MC_PATH, "metadata.name=cluster", 0, NULL};
     cr_assert_eq(kube_list_target(t, sizeof t, &mc, NULL), 0);
     cr_assert_str_eq(t, "/apis/operator.openshift.io/v1/machineconfigurations"
                         "?fieldSelector=metadata.name%3Dcluster");
@@ -52,7 +52,7 @@ Test(kube_endpoint, list_and_watch_targets_escape_the_selector)
     cr_assert_str_eq(t, "/apis/operator.openshift.io/v1/machineconfigurations"
                         "?fieldSelector=metadata.name%3Dcluster&watch=1&resourceVersion=51234"
                         "&allowWatchBookmarks=true&timeoutSeconds=300");
-    kube_collection_t odd = {KUBE_MC_PATH, "metadata.name=a.b-c", 0};
+    kube_collection_t odd = {KUBE_MC_PATH, "metadata.name=a.b-c", 0, NULL};
     cr_assert_eq(kube_watch_target(t, sizeof t, &odd, "x/y&z", 1), 0);
     cr_assert(strstr(t, "metadata.name%3Da.b-c&"), "%s", t);
     cr_assert(strstr(t, "resourceVersion=x%2Fy%26z&"), "%s", t);
@@ -63,14 +63,28 @@ Test(kube_endpoint, list_and_watch_targets_escape_the_selector)
 Test(kube_endpoint, pages_carry_limit_and_continue)
 {
     char t[KUBE_TARGET_MAX];
-    kube_collection_t nodes = {"/api/v1/nodes", NULL, 500};
+    kube_collection_t nodes = {"/api/v1/nodes", NULL, 500, NULL};
     cr_assert_eq(kube_list_target(t, sizeof t, &nodes, NULL), 0);
     cr_assert_str_eq(t, "/api/v1/nodes?limit=500");
     cr_assert_eq(kube_list_target(t, sizeof t, &nodes, "eyJ2IjoxfQ=="), 0);
     cr_assert_str_eq(t, "/api/v1/nodes?limit=500&continue=eyJ2IjoxfQ%3D%3D");
-    kube_collection_t whole = {"/api/v1/nodes", "", 0};
+    kube_collection_t whole = {"/api/v1/nodes", "", 0, NULL};
     cr_assert_eq(kube_list_target(t, sizeof t, &whole, ""), 0);
     cr_assert_str_eq(t, "/api/v1/nodes");
     cr_assert_eq(kube_watch_target(t, sizeof t, &nodes, "7", 60), 0);
     cr_assert_str_eq(t, "/api/v1/nodes?watch=1&resourceVersion=7&allowWatchBookmarks=true&timeoutSeconds=60");
+}
+
+Test(kube_endpoint, label_selector_escaped)
+{
+    char t[KUBE_TARGET_MAX];
+    kube_collection_t leases = {"/apis/coordination.k8s.io/v1/namespaces/skewgate/leases", NULL, 100,
+                                "skewgate.openshift.io/pace-line"};
+    cr_assert_eq(kube_list_target(t, sizeof t, &leases, NULL), 0);
+    cr_assert_str_eq(t, "/apis/coordination.k8s.io/v1/namespaces/skewgate/leases?"
+                        "labelSelector=skewgate.openshift.io%2Fpace-line&limit=100");
+    cr_assert_eq(kube_watch_target(t, sizeof t, &leases, "7", 60), 0);
+    cr_assert_str_eq(t, "/apis/coordination.k8s.io/v1/namespaces/skewgate/leases?"
+                        "labelSelector=skewgate.openshift.io%2Fpace-line&watch=1&resourceVersion=7"
+                        "&allowWatchBookmarks=true&timeoutSeconds=60");
 }

@@ -31,6 +31,7 @@ typedef struct kube_collection {
     const char *path;           /* "/apis/G/V[/namespaces/NS]/PLURAL", or "/api/v1/nodes" */
     const char *field_selector; /* "metadata.name=cluster"; NULL or "" for every object */
     uint32_t limit;             /* items per list page; 0: the whole list in one answer */
+    const char *label_selector; /* "skewgate.openshift.io/pace-line"; NULL or "" for every object */
 } kube_collection_t;
 
 /* A page of the list (cont: the previous page's continue token, NULL or

@@ -143,8 +143,8 @@ static int append_raw(char *buf, size_t len, size_t *at, const char *s)
     return 0;
 }
 
-/* PATH?[fieldSelector=SEL&]: every target starts so; the selector is
- * escaped as a whole. */
+/* PATH?[fieldSelector=SEL&][labelSelector=SEL&]: every target starts so;
+ * each selector is escaped as a whole. */
 static int collection_target(char *buf, size_t len, size_t *at, const kube_collection_t *c)
 {
     if (append_raw(buf, len, at, c->path) < 0 || append_raw(buf, len, at, "?") < 0)
@@ -152,6 +152,10 @@ static int collection_target(char *buf, size_t len, size_t *at, const kube_colle
     if (c->field_selector && *c->field_selector &&
         (append_raw(buf, len, at, "fieldSelector=") < 0 ||
          append_escaped(buf, len, at, c->field_selector) < 0 || append_raw(buf, len, at, "&") < 0))
+        return -1;
+    if (c->label_selector && *c->label_selector &&
+        (append_raw(buf, len, at, "labelSelector=") < 0 ||
+         append_escaped(buf, len, at, c->label_selector) < 0 || append_raw(buf, len, at, "&") < 0))
         return -1;
     return 0;
 }

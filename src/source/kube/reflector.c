@@ -31,7 +31,7 @@ typedef enum { PHASE_WAITING, PHASE_LISTING, PHASE_WATCHING } phase_t;
 
 struct kube_reflector {
     kube_api_t *api;            /* the owner's; its CA followed after a failure */
-    char *what, *path, *selector, *rbac_hint;
+    char *what, *path, *selector, *labels, *rbac_hint;
     kube_collection_t collection;
     uint64_t watch_timeout_ms;
     kube_reflector_cbs_t cbs;
@@ -429,13 +429,14 @@ kube_reflector_t *kube_reflector_new(struct event_base *base, kube_api_t *api,
     r->what = strdup(cfg->what);
     r->path = strdup(cfg->collection.path);
     r->selector = strdup(cfg->collection.field_selector ? cfg->collection.field_selector : "");
+    r->labels = strdup(cfg->collection.label_selector ? cfg->collection.label_selector : "");
     r->rbac_hint = strdup(cfg->rbac_hint);
-    r->collection = (kube_collection_t){r->path, r->selector, cfg->collection.limit};
+    r->collection = (kube_collection_t){r->path, r->selector, cfg->collection.limit, r->labels};
     static const kube_client_cbs_t client_cbs = {on_line, on_done};
     r->client = kube_client_new(base, &api->ep, &api->tls, api->insecure, &client_cbs, r);
     r->retry_ev = evtimer_new(base, on_retry, r);
     int token_rc = kube_token_init(&r->token, api->token_file);
-    if (!r->what || !r->path || !r->selector || !r->rbac_hint || !r->client || !r->retry_ev ||
+    if (!r->what || !r->path || !r->selector || !r->labels || !r->rbac_hint || !r->client || !r->retry_ev ||
         token_rc < 0) {
         kube_reflector_free(r);
         return NULL;
@@ -466,6 +467,7 @@ void kube_reflector_free(kube_reflector_t *r)
     free(r->what);
     free(r->path);
     free(r->selector);
+    free(r->labels);
     free(r->rbac_hint);
     free(r);
 }

@@ -1,0 +1,318 @@
+/* The room's shared mode (proxy/pace.h, docs/internals.md "The shared
+ * line"): a node in the shared set is admitted, a turn is claimed and
+ * counted until the set shows it, sync before the first list, the
+ * fallback, and A <= M with several rooms sharing one simulated joining
+ * Lease whose updates conflict. Injected time: the wall and the room's
+ * clock are the same here. */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pace_shared.h"
+#include "proxy/pace.h"
+
+static config_pace_t cfg;
+
+static void setup(void)
+{
+    cfg = (config_pace_t){.enabled = true, .max_joining = 2, .join_timeout_ms = 60000, .head_hold_ms = 15000,
+                          .max_pending_csrs = 90, .replicas = 3, .line = PACE_LINE_API};
+}
+
+TestSuite(pace_shared, .init = setup);
+
+static struct sockaddr_storage node(int i)
+{
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+    in->sin_family = AF_INET;
+    in->sin_addr.s_addr = htonl(0x7f010000u + (uint32_t)i);
+    return ss;
+}
+
+static addrset_key_t key(int i)
+{
+    struct sockaddr_storage a = node(i);
+    addrset_key_t k;
+    cr_assert_eq(addrset_key_from_sockaddr(&a, &k), 0);
+    return k;
+}
+
+static pace_cause_t ask(pace_room_t *r, int i, uint64_t now)
+{
+    struct sockaddr_storage a = node(i);
+    return pace_decide(r, &cfg, &a, "worker", now).cause;
+}
+
+/* A shared view: the joining entries (admitted at) and the line, in order. */
+static pace_shared_t *view(const int *joining, const uint64_t *at, size_t nj, const int *line, size_t nl)
+{
+    pace_shared_t *s = calloc(1, sizeof *s);
+    s->listed = true;
+    s->joining = calloc(nj + 1, sizeof *s->joining);
+    s->line = calloc(nl + 1, sizeof *s->line);
+    for (size_t i = 0; i < nj; i++)
+        s->joining[s->n_joining++] = (pace_shared_joiner_t){.key = key(joining[i]), .admitted_ms = at[i],
+                                                            .admitted_wall = (int64_t)at[i]};
+    for (size_t i = 0; i < nl; i++)
+        s->line[s->n_line++] = (pace_shared_waiter_t){.key = key(line[i]), .acquire_wall = (int64_t)i};
+    pace_shared_sort(s);
+    return s;
+}
+
+static void shared_room(pace_room_t *r)
+{
+    cr_assert_eq(pace_room_init(r, 1000), 0);
+    pace_room_use_shared(r, NULL);
+}
+
+Test(pace_shared, syncs_until_listed)
+{
+    pace_room_t r;
+    shared_room(&r);
+    cr_assert_eq(ask(&r, 1, 1000), PACE_SYNC);
+    pace_shared_t *s = view(NULL, NULL, 0, NULL, 0);
+    s->listed = false;
+    pace_room_set_shared(&r, s, 1000);
+    cr_assert_eq(ask(&r, 1, 2000), PACE_SYNC);
+    pace_room_set_shared(&r, view(NULL, NULL, 0, NULL, 0), 3000);
+    cr_assert_eq(ask(&r, 1, 4000), PACE_CLAIM);
+    pace_report_t rep;
+    cr_assert_eq(pace_report(&r, &cfg, 4000, false, &rep), 0);
+    cr_assert(rep.stats.line_shared);
+    pace_room_destroy(&r);
+}
+
+Test(pace_shared, in_the_set_is_admitted_at_any_gate_and_fills_the_budget)
+{
+    pace_room_t r;
+    shared_room(&r);
+    int j[] = {1, 2};
+    uint64_t at[] = {1000, 1000};
+    pace_room_set_shared(&r, view(j, at, 2, NULL, 0), 1000);
+    cr_assert_eq(ask(&r, 1, 2000), PACE_ADMITTED);
+    cr_assert_eq(ask(&r, 2, 2000), PACE_ADMITTED);
+    cr_assert_eq(ask(&r, 3, 2000), PACE_BUDGET);
+    /* join_timeout frees the set's entries as it frees a local slot */
+    cr_assert_eq(ask(&r, 3, 1000 + cfg.join_timeout_ms), PACE_CLAIM);
+    pace_room_destroy(&r);
+}
+
+Test(pace_shared, claims_in_flight_count_until_the_set_shows_them)
+{
+    pace_room_t r;
+    shared_room(&r);
+    pace_room_set_shared(&r, view(NULL, NULL, 0, NULL, 0), 1000);
+    cr_assert_eq(ask(&r, 1, 1000), PACE_CLAIM);
+    cr_assert_eq(ask(&r, 2, 1000), PACE_CLAIM);
+    cr_assert_eq(ask(&r, 3, 1000), PACE_BUDGET);
+    cr_assert_eq(ask(&r, 1, 2000), PACE_CLAIM, "its claim is in flight");
+    cr_assert(pace_shared_pending(&r));
+    /* the writer's plan takes both, one update */
+    pace_line_entry_t out[8];
+    size_t added;
+    size_t n = pace_shared_plan(&r, &cfg, "g1", NULL, 0, 3000, 3000, out, &added);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(added, 2);
+    cr_assert_str_eq(out[0].gate, "g1");
+    pace_shared_written(&r, true, 3000);
+    cr_assert_not(pace_shared_pending(&r));
+    cr_assert_eq(ask(&r, 3, 3500), PACE_BUDGET, "written, not shown yet: still counted");
+    int j[] = {1, 2};
+    uint64_t at[] = {3000, 3000};
+    pace_room_set_shared(&r, view(j, at, 2, NULL, 0), 4000);
+    cr_assert_eq(ask(&r, 1, 5000), PACE_ADMITTED);
+    cr_assert_eq(ask(&r, 3, 5000), PACE_BUDGET);
+    pace_report_t rep;
+    cr_assert_eq(pace_report(&r, &cfg, 5000, false, &rep), 0);
+    cr_assert_eq(rep.stats.used, 2);
+    cr_assert_eq(rep.stats.claims, 0);
+    pace_room_destroy(&r);
+}
+
+Test(pace_shared, a_failed_update_drops_the_claims_and_falls_back_blind)
+{
+    pace_room_t r;
+    shared_room(&r);
+    pace_room_set_shared(&r, view(NULL, NULL, 0, NULL, 0), 1000);
+    cr_assert_eq(ask(&r, 1, 1000), PACE_CLAIM);
+    pace_line_entry_t out[8];
+    size_t added;
+    pace_shared_plan(&r, &cfg, "g1", NULL, 0, 1000, 1000, out, &added);
+    pace_shared_written(&r, false, 1000);
+    pace_room_write_failing(&r, "conflicts did not settle");
+    /* blind: floor(M/R) = 0 of 2 for 3 replicas... with M 6: 2 each */
+    cfg.max_joining = 6;
+    cr_assert_eq(ask(&r, 1, 1100), PACE_ADMITTED);
+    cr_assert_eq(ask(&r, 2, 1100), PACE_ADMITTED);
+    cr_assert_eq(ask(&r, 3, 1100), PACE_BUDGET);
+    pace_report_t rep;
+    cr_assert_eq(pace_report(&r, &cfg, 1100, false, &rep), 0);
+    cr_assert_not(rep.stats.line_shared);
+    cr_assert_str_eq(rep.stats.line_why, "conflicts did not settle");
+    pace_room_destroy(&r);
+}
+
+Test(pace_shared, the_shared_line_orders_turns_and_an_absent_head_passes_after_head_hold)
+{
+    cfg.max_joining = 1;
+    pace_room_t r;
+    shared_room(&r);
+    int line[] = {1, 2, 3};
+    pace_room_set_shared(&r, view(NULL, NULL, 0, line, 3), 1000);
+    cr_assert_eq(ask(&r, 3, 1000), PACE_TURN, "1 has the turn (first seen now)");
+    cr_assert_eq(ask(&r, 2, 2000), PACE_TURN);
+    /* 1 never asks this gate: past head_hold its turn passes to 2 */
+    cr_assert_eq(ask(&r, 3, 1000 + cfg.head_hold_ms), PACE_TURN, "2 has it now");
+    /* the turns seen survive a new view */
+    pace_room_set_shared(&r, view(NULL, NULL, 0, line, 3), 1000 + cfg.head_hold_ms);
+    cr_assert_eq(ask(&r, 2, 2000 + cfg.head_hold_ms), PACE_CLAIM);
+    pace_room_destroy(&r);
+}
+
+/* ---- several rooms, one joining Lease ------------------------------------ */
+
+typedef struct api {
+    uint64_t version;
+    pace_line_entry_t e[64];
+    size_t n;
+} api_t;
+
+/* What a gate's writer does: plan on what it read (maybe stale), update
+ * on that version; 409: read again, plan again, 3 tries. */
+static int write_claims(pace_room_t *r, const char *gate, api_t *api, const api_t *cached, uint64_t now,
+                        unsigned *conflicts)
+{
+    api_t read = *cached;
+    for (int tries = 0; tries < 3; tries++) {
+        pace_line_entry_t out[128];
+        size_t added;
+        size_t n = pace_shared_plan(r, &cfg, gate, read.e, read.n, (int64_t)now, now, out, &added);
+        if (!added) {
+            pace_shared_written(r, true, now);
+            return 0;
+        }
+        if (read.version == api->version) {
+            cr_assert_leq(n, cfg.max_joining);
+            memcpy(api->e, out, n * sizeof *out);
+            api->n = n;
+            api->version++;
+            pace_shared_written(r, true, now);
+            return (int)added;
+        }
+        (*conflicts)++;
+        read = *api;
+    }
+    pace_shared_written(r, false, now);
+    return -1;
+}
+
+static pace_shared_t *view_of(const api_t *api)
+{
+    pace_shared_t *s = calloc(1, sizeof *s);
+    s->listed = true;
+    s->joining = calloc(api->n + 1, sizeof *s->joining);
+    for (size_t i = 0; i < api->n; i++)
+        s->joining[s->n_joining++] = (pace_shared_joiner_t){.key = api->e[i].key,
+                                                            .admitted_ms = (uint64_t)api->e[i].admitted_wall,
+                                                            .admitted_wall = api->e[i].admitted_wall};
+    pace_shared_sort(s);
+    return s;
+}
+
+static size_t live(const api_t *api, uint64_t now)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < api->n; i++)
+        n += now - (uint64_t)api->e[i].admitted_wall < cfg.join_timeout_ms;
+    return n;
+}
+
+Test(pace_shared, three_rooms_one_set_never_above_max_joining_under_conflicts)
+{
+    cfg.max_joining = 6;
+    cfg.join_timeout_ms = 40000;
+    enum { ROOMS = 3, NODES = 30 };
+    pace_room_t rooms[ROOMS];
+    api_t api = {.version = 1}, cached[ROOMS];
+    for (int g = 0; g < ROOMS; g++) {
+        shared_room(&rooms[g]);
+        pace_room_set_shared(&rooms[g], view_of(&api), 0);
+        cached[g] = api;
+    }
+    srand(34);
+    unsigned conflicts = 0, admitted_ever = 0;
+    bool seen[NODES] = {0};
+    for (uint64_t now = 1000; now < 400000; now += 500) {
+        /* nodes ask gates at random */
+        for (int k = 0; k < 8; k++) {
+            int i = rand() % NODES, g = rand() % ROOMS;
+            if (seen[i])
+                continue;       /* admitted: it boots and joins, it asks no more */
+            pace_cause_t c = ask(&rooms[g], i, now);
+            if (c == PACE_ADMITTED && !seen[i]) {
+                seen[i] = true;
+                admitted_ever++;
+            }
+        }
+        /* the writers, in random order, each on what it last read */
+        int first = rand() % ROOMS;
+        for (int k = 0; k < ROOMS; k++) {
+            int g = (first + k) % ROOMS;
+            char gate[8];
+            snprintf(gate, sizeof gate, "g%d", g);
+            if (pace_shared_pending(&rooms[g]))
+                write_claims(&rooms[g], gate, &api, &cached[g], now, &conflicts);
+            cr_assert_leq(live(&api, now), cfg.max_joining, "A <= M at %llu", (unsigned long long)now);
+            for (size_t a = 0; a < api.n; a++)
+                for (size_t b = a + 1; b < api.n; b++)
+                    cr_assert(memcmp(&api.e[a].key, &api.e[b].key, sizeof api.e[a].key), "a node twice in the set");
+        }
+        /* watches lag: each gate sees the Lease now and then */
+        for (int g = 0; g < ROOMS; g++)
+            if (rand() % 3 == 0) {
+                cached[g] = api;
+                pace_room_set_shared(&rooms[g], view_of(&api), now);
+            }
+    }
+    cr_assert_gt(conflicts, 0, "the simulation made no conflicts");
+    cr_assert_eq(admitted_ever, NODES, "every node was admitted in the end (%u)", admitted_ever);
+    for (int g = 0; g < ROOMS; g++)
+        pace_room_destroy(&rooms[g]);
+}
+
+Test(pace_shared, joining_text_round_trips)
+{
+    pace_line_entry_t e[2] = {{.key = key(1), .admitted_wall = 1733300000123, .gate = "gate-a-1"},
+                              {.key = key(2), .admitted_wall = 1733300000456, .gate = "gate-b-2"}};
+    char *text = pace_shared_format_joining(e, 2);
+    cr_assert_str_eq(text, "127.1.0.1 1733300000123 gate-a-1\n127.1.0.2 1733300000456 gate-b-2\n");
+    pace_line_entry_t back[4];
+    size_t bad;
+    cr_assert_eq(pace_shared_parse_joining(text, back, 4, &bad), 2);
+    cr_assert_eq(bad, 0);
+    cr_assert_eq(back[1].admitted_wall, 1733300000456);
+    cr_assert_str_eq(back[1].gate, "gate-b-2");
+    cr_assert_eq(pace_shared_parse_joining("junk\n10.0.0.1 5 g\n", back, 4, &bad), 1);
+    cr_assert_eq(bad, 1);
+    free(text);
+}
+
+#include "source/pace_line.h"
+
+Test(pace_shared, wait_lease_names_and_micro_times)
+{
+    addrset_key_t k = key(7), back;
+    char name[128];
+    pace_line_wait_name(&k, name, sizeof name);
+    cr_assert_str_eq(name, "skewgate-pace-wait-00000000000000000000ffff7f010007");
+    cr_assert_eq(pace_line_wait_key(name, &back), 0);
+    cr_assert_eq(memcmp(&k, &back, sizeof k), 0);
+    cr_assert_eq(pace_line_wait_key("skewgate-pace-joining", &back), -1);
+    cr_assert_eq(pace_line_wait_key("skewgate-pace-wait-zz", &back), -1);
+    cr_assert_eq(pace_line_micro_ms("2026-12-04T20:12:46.123456Z"), 1796415166123LL);
+    cr_assert_eq(pace_line_micro_ms("2026-12-04T20:12:46Z"), 1796415166000LL);
+    cr_assert_eq(pace_line_micro_ms("junk"), 0);
+}
