@@ -27,6 +27,7 @@ typedef struct pace_view_addr {
     addrset_key_t key;
     int64_t created;            /* its Node's creationTimestamp, on the room's clock */
     bool ready;                 /* its Node's Ready condition is True */
+    uint32_t node;              /* which Node of the view (0..): a Node has up to 16 addresses */
 } pace_view_addr_t;
 
 /* A node CSR approved by another controller than the approver: its

@@ -105,6 +105,7 @@ typedef struct pace_node {
     uint64_t seen_ms;               /* its latest request */
     uint64_t admitted_ms;           /* 0: waiting */
     bool is_node;                   /* joining, and a Node born for it is in the view (not in O) */
+    uint32_t ticket;                /* waiting: its index in the room's place tree (places) */
     pace_link_t order;              /* the line (waiting) or the joining list, oldest first */
     pace_link_t seen;               /* waiting: the line by latest request, least recent first */
     struct pace_node *chain;        /* its hash bucket */
@@ -115,9 +116,15 @@ typedef struct pace_room {
     pace_node_t **buckets;
     uint32_t mask;
     uint32_t max_line;              /* waiting nodes kept; past it the longest absent leaves */
+    /* A node's place in line, in O(log n): a Fenwick tree over tickets
+     * handed out in line order (1 a waiting node's), renumbered when the
+     * tickets run out (every places_cap / 2 newcomers at least). */
+    uint32_t *places;
+    uint32_t places_cap, next_ticket;
     pace_list_t line;               /* waiting, in the order they were first paced */
     pace_list_t seen;               /* the same nodes, least recently seen first */
     pace_list_t joining;            /* admitted, oldest admission first */
+    uint64_t free_since_ms;         /* slots free since (0: none free at the last decision) */
     uint64_t recent[64];            /* the latest admissions (ring), for per_minute up to 64 */
     uint32_t recent_at;
     uint64_t admitted_total, timed_out_total;

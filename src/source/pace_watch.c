@@ -271,6 +271,7 @@ static pace_view_t *build_view(pace_watch_t *w)
     json_object_foreach((json_t *)nodes, name, record)
         n_addrs += (json_string_length(record) - NODE_HEAD) / sizeof(addrset_key_t);
     v->addrs = malloc((n_addrs + 1) * sizeof *v->addrs);
+    uint32_t node = 0;
     json_object_foreach((json_t *)nodes, name, record) {
         const char *bytes = json_string_value(record);
         size_t n = (json_string_length(record) - NODE_HEAD) / sizeof(addrset_key_t);
@@ -282,7 +283,9 @@ static pace_view_t *build_view(pace_watch_t *w)
             memcpy(a->key.b, bytes + NODE_HEAD + i * sizeof a->key, sizeof a->key);
             a->created = t + to_mono;
             a->ready = ready;
+            a->node = node;
         }
+        node++;
         if (!ready && v->not_ready_created)
             v->not_ready_created[v->n_not_ready++] = t + to_mono;
     }

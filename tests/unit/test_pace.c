@@ -281,11 +281,16 @@ static pace_view_t *view_of(view_spec_t s)
     if (!s.trusted)
         snprintf(v->why, sizeof v->why, "the API watch is failing: test");
     v->addrs = calloc(s.n_ready + s.n_not_ready + 1, sizeof *v->addrs);
-    for (size_t i = 0; i < s.n_ready; i++)
-        v->addrs[v->n_addrs++] = (pace_view_addr_t){.key = key_of(s.ready[i]), .created = s.created, .ready = true};
+    for (size_t i = 0; i < s.n_ready; i++) {
+        v->addrs[v->n_addrs] = (pace_view_addr_t){.key = key_of(s.ready[i]), .created = s.created, .ready = true,
+                                                  .node = (uint32_t)v->n_addrs};
+        v->n_addrs++;
+    }
     v->not_ready_created = calloc(s.n_not_ready + 1, sizeof(int64_t));
     for (size_t i = 0; i < s.n_not_ready; i++) {
-        v->addrs[v->n_addrs++] = (pace_view_addr_t){.key = key_of(s.not_ready[i]), .created = s.created};
+        v->addrs[v->n_addrs] =
+            (pace_view_addr_t){.key = key_of(s.not_ready[i]), .created = s.created, .node = (uint32_t)v->n_addrs};
+        v->n_addrs++;
         v->not_ready_created[v->n_not_ready++] = s.created;
     }
     pace_view_sort_addrs(v);
@@ -778,4 +783,103 @@ Test(pace, crafted_addresses_spread_over_the_client_table)
     }
     cr_assert_leq(longest, 16u, "longest chain %zu of %u buckets", longest, t.mask + 1);
     client_table_destroy(&t);
+}
+
+/* One NotReady Node that lists the addresses of 4 joining nodes (a
+ * kubelet writes its Node's addresses): it is born for one of them, the
+ * first admitted, and frees one slot when Ready. Before, all 4 counted as
+ * registered (V 1, O 0: 3 slots free again), and its Ready freed all 4. */
+Test(pace, one_node_is_born_for_one_joining_node_whatever_addresses_it_lists)
+{
+    cfg.max_joining = 4;
+    for (int i = 0; i < 4; i++)
+        cr_assert(ask(i, 1000 + (uint64_t)i));
+    pace_view_t *v = view_of((view_spec_t){.trusted = true});
+    v->addrs = realloc(v->addrs, 4 * sizeof *v->addrs);
+    for (int i = 0; i < 4; i++)
+        v->addrs[i] = (pace_view_addr_t){.key = key_of(i), .created = 2000, .node = 0};
+    v->n_addrs = 4;
+    pace_view_sort_addrs(v);
+    v->not_ready_created = realloc(v->not_ready_created, sizeof(int64_t));
+    v->not_ready_created[0] = 2000;
+    v->n_not_ready = 1;
+    pace_room_set_view(&room, v, 3000);
+    pace_stats_t st = stats_at(3000);
+    cr_assert_eq(st.unseen, 3u);
+    cr_assert_eq(st.used, 4u, "V 1 + O 3");
+    cr_assert_eq(decide_in(&room, 10, 3001).cause, PACE_BUDGET);
+    /* Ready: one slot frees, not four */
+    pace_view_t *ready = view_of((view_spec_t){.trusted = true});
+    ready->addrs = realloc(ready->addrs, 4 * sizeof *ready->addrs);
+    for (int i = 0; i < 4; i++)
+        ready->addrs[i] = (pace_view_addr_t){.key = key_of(i), .created = 2000, .ready = true, .node = 0};
+    ready->n_addrs = 4;
+    pace_view_sort_addrs(ready);
+    pace_room_set_view(&room, ready, 4000);
+    st = stats_at(4000);
+    cr_assert_eq(st.joined_total, 1u);
+    cr_assert_eq(st.joining, 3u);
+    cr_assert(ask(10, 4001));
+    cr_assert_eq(decide_in(&room, 11, 4002).cause, PACE_BUDGET);
+}
+
+/* The review's wedge: a line of 8, max_joining 2, join_timeout 5 s,
+ * head_hold 3 s; a new address asks once every 30 ms, a real node every
+ * second from 2 s. Before, the line stayed full of strangers that had
+ * asked within head_hold, the real node was paced without a place (room)
+ * every time, and both slots, free from 5 s, went to nobody. Now, once
+ * the slots have been free for head_hold, the strangers that asked once
+ * hold them no more: they go to whoever asks, and the real node, in line
+ * before they freed and asking again, keeps its turn. */
+Test(pace, a_stream_of_one_shot_addresses_does_not_keep_free_slots_from_everyone)
+{
+    pace_room_destroy(&room);
+    cr_assert_eq(pace_room_init(&room, 8), 0);
+    cfg.max_joining = 2;
+    cfg.join_timeout_ms = 5000;
+    cfg.head_hold_ms = 3000;
+    int stranger = 1000;
+    uint64_t real_at = 0;
+    for (uint64_t t = 0; t <= 16000; t += 30) {
+        struct sockaddr_storage s = node(stranger++);
+        pace_decide(&room, &cfg, &s, "worker", t);
+        if (t >= 2000 && t % 1000 < 30 && !real_at && ask(1, t))
+            real_at = t;
+    }
+    cr_assert(real_at, "the real node was never admitted");
+    cr_assert_leq(real_at, 9000u, "admitted at %llu ms", (unsigned long long)real_at);
+}
+
+/* Places from the tree agree with the line's order through churn: nodes
+ * leave from anywhere (admitted, forgotten, evicted) and the tickets run
+ * out and are numbered again many times over. */
+Test(pace, places_stay_exact_through_churn_and_renumbering)
+{
+    pace_room_destroy(&room);
+    cr_assert_eq(pace_room_init(&room, 32), 0);
+    cfg.max_joining = 1;
+    cfg.join_timeout_ms = 3600 * 1000;
+    cfg.head_hold_ms = 500;
+    cr_assert(ask(0, 0));
+    unsigned seed = 31;
+    uint64_t t = 1;
+    for (int round = 0; round < 3000; round++, t += 7) {
+        int i = 1 + (int)(rand_r(&seed) % 200);
+        pace_decision_t d = decide_in(&room, i, t);
+        cr_assert_neq(d.cause, PACE_ADMITTED);
+        if (d.cause == PACE_ROOM)
+            continue;
+        pace_report_t rep;
+        cr_assert_eq(pace_report(&room, &cfg, t, true, &rep), 0);
+        size_t at = 0;
+        struct sockaddr_storage a = node(i);
+        addrset_key_t k;
+        addrset_key_from_sockaddr(&a, &k);
+        while (at < rep.n_line && memcmp(&rep.line[at].key, &k, sizeof k))
+            at++;
+        cr_assert_lt(at, rep.n_line);
+        cr_assert_eq(d.place, at + 1, "round %d: node %d at %zu, said %u", round, i, at + 1, d.place);
+        pace_report_release(&rep);
+    }
+    cr_assert_gt(room.next_ticket + 0u, 0u);
 }
