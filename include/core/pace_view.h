@@ -28,6 +28,7 @@ typedef struct pace_view_addr {
     int64_t created;            /* its Node's creationTimestamp, on the room's clock */
     bool ready;                 /* its Node's Ready condition is True */
     uint32_t node;              /* which Node of the view (0..): a Node has up to 16 addresses */
+    bool primary;               /* the first address its Node lists */
 } pace_view_addr_t;
 
 /* A node CSR approved by another controller than the approver: its

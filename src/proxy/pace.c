@@ -529,7 +529,13 @@ static const pace_shared_joiner_t *pace_shared_find(const pace_shared_t *s, cons
 }
 
 /* An entry of the set that left: admitted join_timeout ago, or a Node
- * born for it is Ready (with a trusted view only: else it stays). */
+ * born for it is Ready (with a trusted view only: else it stays). A Node
+ * frees one entry at most: the one at the first address it lists (the
+ * rooms' own rule, one Node for the first admitted, needs the whole set
+ * at once; here each entry is judged alone). A Node whose kubelet listed
+ * 40 joining nodes' addresses would otherwise free 40 when Ready; a node
+ * that fetched from another of its Node's addresses keeps its entry
+ * until join_timeout, the safe side. */
 static bool pace_shared_departed(const pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k,
                                  uint64_t admitted_ms, uint64_t now_ms)
 {
@@ -538,7 +544,7 @@ static bool pace_shared_departed(const pace_room_t *r, const config_pace_t *cfg,
     if (!pace_trusted(r))
         return false;
     const pace_view_addr_t *a = pace_view_newest(r->view, k);
-    return a && a->ready && a->created + PACE_NODE_SKEW_MS >= (int64_t)admitted_ms;
+    return a && a->ready && a->primary && a->created + PACE_NODE_SKEW_MS >= (int64_t)admitted_ms;
 }
 
 static bool pace_shared_live(const pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k, uint64_t now_ms)
@@ -723,7 +729,7 @@ static uint32_t pace_shared_ahead(pace_room_t *r, const config_pace_t *cfg, cons
         if (pace_trusted(r)) {
             /* joined: a Ready Node born after it first asked */
             const pace_view_addr_t *a = pace_view_newest(r->view, &w->key);
-            if (a && a->ready && a->created + PACE_NODE_SKEW_MS >= w->acquire_wall + to_room)
+            if (a && a->ready && a->primary && a->created + PACE_NODE_SKEW_MS >= w->acquire_wall + to_room)
                 continue;
         }
         const pace_node_t *n = pace_find(r, &w->key);

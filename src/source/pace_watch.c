@@ -284,6 +284,7 @@ static pace_view_t *build_view(pace_watch_t *w)
             a->created = t + to_mono;
             a->ready = ready;
             a->node = node;
+            a->primary = i == 0;
         }
         node++;
         if (!ready && v->not_ready_created)

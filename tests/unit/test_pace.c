@@ -283,13 +283,14 @@ static pace_view_t *view_of(view_spec_t s)
     v->addrs = calloc(s.n_ready + s.n_not_ready + 1, sizeof *v->addrs);
     for (size_t i = 0; i < s.n_ready; i++) {
         v->addrs[v->n_addrs] = (pace_view_addr_t){.key = key_of(s.ready[i]), .created = s.created, .ready = true,
-                                                  .node = (uint32_t)v->n_addrs};
+                                                  .node = (uint32_t)v->n_addrs, .primary = true};
         v->n_addrs++;
     }
     v->not_ready_created = calloc(s.n_not_ready + 1, sizeof(int64_t));
     for (size_t i = 0; i < s.n_not_ready; i++) {
         v->addrs[v->n_addrs] =
-            (pace_view_addr_t){.key = key_of(s.not_ready[i]), .created = s.created, .node = (uint32_t)v->n_addrs};
+            (pace_view_addr_t){.key = key_of(s.not_ready[i]), .created = s.created, .node = (uint32_t)v->n_addrs,
+                               .primary = true};
         v->n_addrs++;
         v->not_ready_created[v->n_not_ready++] = s.created;
     }
@@ -797,7 +798,7 @@ Test(pace, one_node_is_born_for_one_joining_node_whatever_addresses_it_lists)
     pace_view_t *v = view_of((view_spec_t){.trusted = true});
     v->addrs = realloc(v->addrs, 4 * sizeof *v->addrs);
     for (int i = 0; i < 4; i++)
-        v->addrs[i] = (pace_view_addr_t){.key = key_of(i), .created = 2000, .node = 0};
+        v->addrs[i] = (pace_view_addr_t){.key = key_of(i), .created = 2000, .node = 0, .primary = i == 0};
     v->n_addrs = 4;
     pace_view_sort_addrs(v);
     v->not_ready_created = realloc(v->not_ready_created, sizeof(int64_t));
@@ -812,7 +813,7 @@ Test(pace, one_node_is_born_for_one_joining_node_whatever_addresses_it_lists)
     pace_view_t *ready = view_of((view_spec_t){.trusted = true});
     ready->addrs = realloc(ready->addrs, 4 * sizeof *ready->addrs);
     for (int i = 0; i < 4; i++)
-        ready->addrs[i] = (pace_view_addr_t){.key = key_of(i), .created = 2000, .ready = true, .node = 0};
+        ready->addrs[i] = (pace_view_addr_t){.key = key_of(i), .created = 2000, .ready = true, .node = 0, .primary = i == 0};
     ready->n_addrs = 4;
     pace_view_sort_addrs(ready);
     pace_room_set_view(&room, ready, 4000);

@@ -316,3 +316,31 @@ Test(pace_shared, wait_lease_names_and_micro_times)
     cr_assert_eq(pace_line_micro_ms("2026-12-04T20:12:46Z"), 1796415166000LL);
     cr_assert_eq(pace_line_micro_ms("junk"), 0);
 }
+
+/* One Ready Node listing both joining nodes' addresses frees the entry
+ * at its first address only: before, both left the set and two more
+ * nodes were admitted past max_joining. */
+Test(pace_shared, a_node_frees_one_entry_whatever_addresses_it_lists)
+{
+    pace_room_t r;
+    shared_room(&r);
+    int j[] = {1, 2};
+    uint64_t at[] = {1000, 1000};
+    pace_room_set_shared(&r, view(j, at, 2, NULL, 0), 1000);
+    pace_view_t *v = calloc(1, sizeof *v);
+    v->trusted = true;
+    v->addrs = calloc(2, sizeof *v->addrs);
+    v->addrs[0] = (pace_view_addr_t){.key = key(1), .created = 2000, .ready = true, .node = 0, .primary = true};
+    v->addrs[1] = (pace_view_addr_t){.key = key(2), .created = 2000, .ready = true, .node = 0, .primary = false};
+    v->n_addrs = 2;
+    pace_view_sort_addrs(v);
+    v->not_ready_created = calloc(1, sizeof(int64_t));
+    v->csr_created = calloc(1, sizeof(int64_t));
+    v->approver_created = calloc(1, sizeof(int64_t));
+    v->approved_other = calloc(1, sizeof *v->approved_other);
+    v->n_machines = -1;
+    pace_room_set_view(&r, v, 3000);
+    cr_assert_eq(ask(&r, 3, 3000), PACE_CLAIM, "node 1's entry left");
+    cr_assert_eq(ask(&r, 4, 3000), PACE_BUDGET, "node 2's did not: 1 live + 1 claim = 2");
+    pace_room_destroy(&r);
+}
