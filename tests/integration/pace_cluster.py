@@ -35,8 +35,17 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--tolerate-down", action="store_true")
 ap.add_argument("--progress")
 ap.add_argument("--leases")
+# The order (issue 34: admitted in the order first asked any gate, within one
+# retry interval): with --retry S each waiting node asks once every S seconds
+# (as Ignition retries, not 8 at random every 50 ms), its first ask at a time
+# drawn in [0, --arrive) after the start; the summary's "order" compares the
+# first asks with the admissions: for every pair i, j with i first asking
+# more than S before j, i admitted more than S after j is a violation; with
+# Kendall's tau (tau-a) of the two orders and the most places a node is out.
+ap.add_argument("--retry", type=float, default=0)
+ap.add_argument("--arrive", type=float, default=0)
 a = ap.parse_args()
-assert 1 <= a.nodes <= 250 and 0 < a.limit <= 60
+assert 1 <= a.nodes <= 250 and 0 < a.limit <= 60 and 0 <= a.retry <= 10 and 0 <= a.arrive <= 30
 ports = [int(p) for p in a.ports.split(",")]
 rnd = random.Random(a.seed)
 
@@ -76,10 +85,15 @@ def node(i, ready):
 
 waiting = set(range(1, a.nodes + 1))
 admitted, ready = {}, set()
+first_ask = {}      # node: the time of its first ask (any gate)
+next_ask = {}       # with --retry: node: when it asks next
 events = []         # (due, seq, kind, node): csr, register, ready
 seq = 0
 max_seen, violations, errors = 0, [], []
 start = time.monotonic()
+if a.retry:
+    for i in sorted(waiting):
+        next_ask[i] = start + rnd.uniform(0, a.arrive)
 
 
 lease_max, lease_samples = 0, 0
@@ -130,8 +144,18 @@ while len(ready) < a.nodes and time.monotonic() - start < a.limit:
             node(i, True)
             ready.add(i)
             check("node %d Ready" % i)
-    # A few of the waiting nodes ask, each at a gate picked at random.
-    for i in rnd.sample(sorted(waiting), min(len(waiting), 8)):
+    # A few of the waiting nodes ask, each at a gate picked at random: 8 at
+    # random, or (--retry) those whose retry is due, the earliest first.
+    if a.retry:
+        askers = sorted((next_ask[i], i) for i in waiting if next_ask[i] <= t)
+        askers = [i for _, i in askers]
+    else:
+        askers = rnd.sample(sorted(waiting), min(len(waiting), 8))
+    for i in askers:
+        asked = time.monotonic()
+        first_ask.setdefault(i, asked)
+        if a.retry:
+            next_ask[i] = max(next_ask[i] + a.retry, asked)
         try:
             status, reason = ask(i, rnd.choice(ports))
         except OSError:
@@ -140,7 +164,7 @@ while len(ready) < a.nodes and time.monotonic() - start < a.limit:
             continue
         if status == 200:
             waiting.discard(i)
-            admitted[i] = t
+            admitted[i] = asked
             check("node %d admitted" % i)
             # boot + kubelet, minutes in a real cluster, here 0.2-0.6 s to
             # its CSR, 0.3-1.2 s more to its Node, 0.3-1.2 s more to Ready
@@ -158,9 +182,44 @@ while len(ready) < a.nodes and time.monotonic() - start < a.limit:
         os.replace(a.progress + ".new", a.progress)
     time.sleep(0.05)
 
+def order_stats():
+    """The admissions against the first asks (see --retry)."""
+    w = a.retry
+    nodes = [i for i in admitted if i in first_ask]
+    pairs = bad = conc = disc = 0
+    worst = []
+    for x in range(len(nodes)):
+        for y in range(x + 1, len(nodes)):
+            i, j = nodes[x], nodes[y]
+            if first_ask[i] > first_ask[j]:
+                i, j = j, i
+            fa, ad = first_ask[j] - first_ask[i], admitted[j] - admitted[i]
+            if fa > 0 and ad != 0:
+                if ad > 0:
+                    conc += 1
+                else:
+                    disc += 1
+            if fa > w:
+                pairs += 1
+                if admitted[i] > admitted[j] + w:
+                    bad += 1
+                    worst.append({"first": i, "then": j, "asked_apart": round(fa, 2),
+                                  "admitted_after": round(-ad, 2)})
+    by_ask = sorted(nodes, key=lambda i: first_ask[i])
+    by_adm = sorted(nodes, key=lambda i: admitted[i])
+    out = max((abs(by_ask.index(i) - by_adm.index(i)) for i in nodes), default=0)
+    n = len(nodes)
+    tau = (conc - disc) / (n * (n - 1) / 2) if n > 1 else 1.0
+    worst.sort(key=lambda v: -v["admitted_after"])
+    return {"retry": w, "nodes": n, "pairs_apart": pairs, "violations": bad, "tau": round(tau, 3),
+            "max_places_out": out, "worst": worst[:5],
+            "first_ask_spread": round(max(first_ask.values()) - min(first_ask.values()), 2) if first_ask else 0}
+
+
 summary = {"nodes": a.nodes, "admitted": len(admitted), "ready": len(ready), "max_joining_seen": max_seen,
            "bound": a.bound, "seconds": round(time.monotonic() - start, 1), "violations": violations[:10],
-           "errors": errors[:10], "lease_max_not_ready": lease_max, "lease_samples": lease_samples}
+           "errors": errors[:10], "lease_max_not_ready": lease_max, "lease_samples": lease_samples,
+           "order": order_stats()}
 json.dump(summary, open(a.out, "w"))
 print(json.dumps(summary))
 sys.exit(0 if len(ready) == a.nodes and not violations and not errors else 1)

@@ -17,64 +17,8 @@
 # admitted node plus one per node entering the line, plus the updates a
 # conflict repeats.
 . "$(dirname "$0")/lib_kube.sh"
-
-certs
-mcs_start
-fa_start --object "$FIXTURES/automatic-compliant.yaml" --bookmark-interval 0.5
-cp "$FA_DIR/token" "$GATE_TOKEN"
-chmod 600 "$GATE_TOKEN"
-MAX=6
-REPLICAS=3
+. "$(dirname "$0")/lib_pace_shared.sh"
 NODES=30
-PORTS=()
-ADMINS=()
-GPIDS=()
-start_gate() {   # start_gate G: gate G on its config, its log appended
-  GATE_LOG="$TMP/gate$1.log"
-  "$SKEWGATE_BIN" run -c "$TMP/gate$1.yaml" 2>>"$GATE_LOG" &
-  GATE_PID=$!
-  GPIDS[$1]=$GATE_PID
-  PIDS+=("$GATE_PID")
-  wait_until 10 gate_listening || { cat "$GATE_LOG" >&2; die "gate $1 did not start"; }
-}
-for g in 1 2 3; do
-  ADMINS[$g]="127.0.0.1:$(free_port)"
-  ADMIN_ADDR=${ADMINS[$g]} ADMIN_SOCKET= GATE_ENFORCEMENT="  source: kubernetes
-  kubernetes:
-    server: $FA_URL
-    ca_file: $FA_DIR/pki/ca.crt
-    token_file: $GATE_TOKEN" gate_config "$TMP/gate$g.yaml" hold unused "pace:
-  enabled: true
-  max_joining: $MAX
-  replicas: $REPLICAS
-  namespace: skewgate
-  join_timeout: 10m
-log:
-  level: info"
-  # The plain listener on a port of its own, kept across the restart.
-  PORTS[$g]=$(free_port)
-  python3 - "$TMP/gate$g.yaml" "${PORTS[$g]}" <<'PY'
-import sys
-p, port = sys.argv[1], sys.argv[2]
-s = open(p).read()
-first = s.index('"127.0.0.1:0"')
-second = s.index('"127.0.0.1:0"', first + 1)
-open(p, "w").write(s[:second] + '"127.0.0.1:%s"' % port + s[second + len('"127.0.0.1:0"'):])
-PY
-  : >"$TMP/gate$g.log"
-  start_gate "$g"
-  [ "$(gate_port false)" = "${PORTS[$g]}" ] || die "gate $g listens on $(gate_port false), not ${PORTS[$g]}"
-done
-GATE_PID=
-line_is() {   # line_is ADMIN MODE: /held's pace.lineMode
-  curl -sf --max-time 5 "http://$1/held" | python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)["pace"]["lineMode"] != sys.argv[1])' "$2"
-}
-for g in 1 2 3; do
-  wait_until 20 line_is "${ADMINS[$g]}" api || die "gate $g is not on the shared line: $(curl -sf "http://${ADMINS[$g]}/held")"
-  GATE_LOG="$TMP/gate$g.log" wait_until 10 reason_is Compliant || die "gate $g: the verdict did not settle"
-done
-curl -sf "http://${ADMINS[1]}/metrics" | grep -x "skewgate_pace_shared_line 1" >/dev/null || die "skewgate_pace_shared_line is not 1"
-fa_ctl '{"fault":"reset_stats"}' >/dev/null
 
 note "$NODES nodes through 3 gates (max_joining $MAX, the shared line): at most $MAX joining at any step"
 started=$(date +%s%N)
@@ -136,8 +80,7 @@ for g in 1 2 3; do
   curl -sf "http://${ADMINS[$g]}/metrics" | grep -E '^skewgate_pace_(admitted_total|shared_line|paced_total\{cause="(claim|sync)"\}) ' | tr '\n' ' '
   echo
 done
-for g in 1 2 3; do kill -TERM "${GPIDS[$g]}" 2>/dev/null || true; done
-for g in 1 2 3; do wait_until 20 proc_gone "${GPIDS[$g]}" || kill -KILL "${GPIDS[$g]}"; wait "${GPIDS[$g]}" 2>/dev/null || true; done
+stop_gates
 cat "$TMP"/gate2.killed.log "$TMP"/gate[123].log >"$TMP/gate.log"
 GATE_LOG="$TMP/gate.log"
 echo PASS
