@@ -16,7 +16,7 @@
 #include "source/kube/token.h"
 #include "source/pace_line.h"
 
-#define PACE_LINE_MAX_BACKOFF_MS 4000
+#define PACE_LINE_MAX_BACKOFF_MS 2000
 #define PACE_LINE_TRIES 3
 #define PACE_LINE_ROUNDS 3
 #define PACE_LINE_IDLE_MS 10000

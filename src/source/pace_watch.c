@@ -38,11 +38,12 @@ enum { COLL_NODES, COLL_CSRS, COLL__MAX };
 
 /* While the view cannot be trusted pacing counts blind (each replica
  * floor(M/R), slots free at join_timeout only), so the watch retries at
- * least every 4 s: back within 5 s of the API server, where the 30 s cap
- * of a backoff doubled through a 20 s outage kept gates blind 13-24 s
- * longer (issue 34). Two lists of a few hundred objects each 4 s, at
- * most, while the server fails. */
-#define PACE_WATCH_MAX_BACKOFF_MS 4000
+ * least every 2 s (1-2 s with the backoff's jitter): back within 5 s of
+ * the API server with room for a slow list, where the 30 s cap of a
+ * backoff doubled through a 20 s outage kept gates blind 13-24 s longer
+ * (issue 34; a 4 s cap came back in up to 4.0 s, too close). Two lists
+ * of a few hundred objects each 2 s, at most, while the server fails. */
+#define PACE_WATCH_MAX_BACKOFF_MS 2000
 
 struct pace_watch {
     struct event_base *base;

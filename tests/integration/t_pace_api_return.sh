@@ -6,7 +6,7 @@
 # long enough for a backoff that doubles from 200 ms (with its jitter) to
 # wait over 4 s; then allowed again. Before, the next retry came at the end of that backoff
 # (up to 30 s): gates stayed blind 13-24 s after an outage. Now the pace
-# watch retries at least every 4 s, and once one collection lists the
+# watch retries at least every 2 s, and once one collection lists the
 # other tries at once: counting by the API again within 5 s.
 . "$(dirname "$0")/lib_kube.sh"
 
@@ -46,11 +46,11 @@ wait_until 10 pace_is 'p["counting"] == "api"' || die "not counting by the API 1
 took_ms=$(( $(date +%s%3N) - up_ms ))
 note "counting by the API again $took_ms ms after the API server answered"
 [ "$took_ms" -lt 5000 ] || die "counting by the API again only after $took_ms ms (want < 5000)"
-# Every retry during the outage waited 4 s at the most.
-python3 - "$GATE_LOG" <<'PY' || die "a pace watch retry waited over 4 s"
+# Every retry during the outage waited 2 s at the most.
+python3 - "$GATE_LOG" <<'PY' || die "a pace watch retry waited over 2 s"
 import json, sys
 waits = [json.loads(l)["retry_ms"] for l in open(sys.argv[1]) if '"source_error"' in l and "(pace)" in l]
-assert waits and max(waits) <= 4000, waits
+assert waits and max(waits) <= 2000, waits
 print("pace watch retries:", len(waits), "longest", max(waits), "ms")
 PY
 gate_stop
