@@ -3,9 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
 #include "core/hash.h"
-#include "proxy/pace.h"
+#include "pace_room.h"
 
 const unsigned PACE_JOIN_BUCKETS_S[PACE_JOIN_BUCKETS] = {30, 60, 120, 300, 600, 900, 1200, 1800, 3600};
 
@@ -78,7 +77,7 @@ static uint32_t pace_slot(const pace_room_t *r, const addrset_key_t *k)
     return (uint32_t)hash_seeded16(r->hash_key, k->b) & r->mask;
 }
 
-static pace_node_t *pace_find(const pace_room_t *r, const addrset_key_t *k)
+pace_node_t *pace_find(const pace_room_t *r, const addrset_key_t *k)
 {
     for (pace_node_t *n = r->buckets[pace_slot(r, k)]; n; n = n->chain)
         if (!memcmp(&n->key, k, sizeof *k))
@@ -86,7 +85,7 @@ static pace_node_t *pace_find(const pace_room_t *r, const addrset_key_t *k)
     return NULL;
 }
 
-static pace_node_t *pace_by_order(pace_link_t *l)
+pace_node_t *pace_by_order(pace_link_t *l)
 {
     return l ? (pace_node_t *)((char *)l - offsetof(pace_node_t, order)) : NULL;
 }
@@ -122,7 +121,7 @@ static void pace_list_remove(pace_list_t *l, pace_link_t *n)
     l->n--;
 }
 
-static void pace_forget(pace_room_t *r, pace_node_t *n)
+void pace_forget(pace_room_t *r, pace_node_t *n)
 {
     pace_node_t **at = &r->buckets[pace_slot(r, &n->key)];
     while (*at != n)
@@ -188,7 +187,7 @@ static uint32_t pace_places_take(pace_room_t *r)
 }
 
 /* A waiting node leaves the line (to join, or forgotten). */
-static void pace_leave_line(pace_room_t *r, pace_node_t *n)
+void pace_leave_line(pace_room_t *r, pace_node_t *n)
 {
     pace_places_add(r, n->ticket, -1);
     pace_list_remove(&r->line, &n->order);
@@ -201,7 +200,7 @@ static void pace_leave_line(pace_room_t *r, pace_node_t *n)
  * clock before it takes the lock, so a time another worker wrote since
  * may be a tick (4 ms) ahead of its now: unsigned, that difference
  * wrapped to 2^64 and a node admitted an instant ago had timed out. */
-static uint64_t pace_age(uint64_t now_ms, uint64_t t)
+uint64_t pace_age(uint64_t now_ms, uint64_t t)
 {
     return now_ms > t ? now_ms - t : 0;
 }
@@ -218,7 +217,7 @@ static void pace_unjoin(pace_room_t *r, pace_node_t *n)
 /* A node admitted join_timeout ago has joined or never will: its slot is
  * free (a Node born for it turning Ready ends it sooner, in
  * pace_room_set_view). A waiting node unseen as long has gone. */
-static void pace_expire(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
+void pace_expire(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
     pace_node_t *n;
     while ((n = pace_by_order(r->joining.head)) && pace_age(now_ms, n->admitted_ms) >= cfg->join_timeout_ms) {
@@ -232,17 +231,13 @@ static void pace_expire(pace_room_t *r, const config_pace_t *cfg, uint64_t now_m
     }
 }
 
-static bool pace_trusted(const pace_room_t *r)
+bool pace_trusted(const pace_room_t *r)
 {
     return r->view && r->view->trusted;
 }
 
-/* How the room counts: its own line (local), or the shared line's
- * (shared), waiting for its first list (sync), or blind while the shared
- * line cannot be used (fallback). */
-typedef enum { LINE_LOCAL, LINE_SHARED, LINE_SYNC, LINE_FALLBACK } line_mode_t;
 
-static line_mode_t pace_line_mode(pace_room_t *r, uint64_t now_ms)
+line_mode_t pace_line_mode(pace_room_t *r, uint64_t now_ms)
 {
     if (!r->line_api)
         return LINE_LOCAL;
@@ -275,14 +270,14 @@ static int64_t pace_since(uint64_t now_ms, uint64_t window_ms)
 /* Nodes not Ready created within join_timeout, and the clock skew a Node
  * born for a node may be older than its admission by: every Node that
  * takes a joining node out of O is counted here (docs/pacing.md, S <= V). */
-static uint32_t pace_young_not_ready(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
+uint32_t pace_young_not_ready(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
     const pace_view_t *v = r->view;
     return (uint32_t)pace_view_after(v->not_ready_created, v->n_not_ready,
                                      pace_since(now_ms, cfg->join_timeout_ms + PACE_NODE_SKEW_MS));
 }
 
-static uint32_t pace_csrs_within(const pace_room_t *r, uint64_t window_ms, uint64_t now_ms)
+uint32_t pace_csrs_within(const pace_room_t *r, uint64_t window_ms, uint64_t now_ms)
 {
     const pace_view_t *v = r->view;
     return (uint32_t)pace_view_after(v->csr_created, v->n_csrs, pace_since(now_ms, window_ms));
@@ -290,7 +285,7 @@ static uint32_t pace_csrs_within(const pace_room_t *r, uint64_t window_ms, uint6
 
 /* The node CSRs cluster-machine-approver counts now
  * (pace_view_approver_count). */
-static uint32_t pace_pending_csrs(const pace_room_t *r, uint64_t now_ms)
+uint32_t pace_pending_csrs(const pace_room_t *r, uint64_t now_ms)
 {
     return (uint32_t)pace_view_approver_count(r->view, (int64_t)now_ms);
 }
@@ -298,14 +293,14 @@ static uint32_t pace_pending_csrs(const pace_room_t *r, uint64_t now_ms)
 /* The CSR ceiling holds: the node CSRs the approver counts are near the
  * count past which it approves nothing, so no node is added to them.
  * Only a trusted view can say so. */
-static bool pace_ceiling(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
+bool pace_ceiling(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
     return pace_trusted(r) && pace_pending_csrs(r, now_ms) >= cfg->max_pending_csrs;
 }
 
 /* The budget used, as the counting mode counts it: V + replicas x O with
  * a trusted view, replicas x the joining nodes without. */
-static uint64_t pace_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
+uint64_t pace_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
     uint64_t replicas = cfg->replicas ? cfg->replicas : 1;
     /* The shared line's fallback counts blind: a Node seen does not say
@@ -360,13 +355,13 @@ void pace_room_set_view(pace_room_t *r, pace_view_t *view, uint64_t now_ms)
     pthread_mutex_unlock(&r->lock);
 }
 
-static bool pace_present(const pace_node_t *n, const config_pace_t *cfg, uint64_t now_ms)
+bool pace_present(const pace_node_t *n, const config_pace_t *cfg, uint64_t now_ms)
 {
     return pace_age(now_ms, n->seen_ms) < cfg->head_hold_ms;
 }
 
 /* Admissions within the last minute, of the per_minute latest kept. */
-static uint32_t pace_in_minute(const pace_room_t *r, uint32_t limit, uint64_t now_ms)
+uint32_t pace_in_minute(const pace_room_t *r, uint32_t limit, uint64_t now_ms)
 {
     uint32_t ring = sizeof r->recent / sizeof r->recent[0], in_minute = 0;
     for (uint32_t i = 0; i < limit; i++) {
@@ -377,7 +372,7 @@ static uint32_t pace_in_minute(const pace_room_t *r, uint32_t limit, uint64_t no
     return in_minute;
 }
 
-static uint32_t pace_rate_limit(const pace_room_t *r, const config_pace_t *cfg)
+uint32_t pace_rate_limit(const pace_room_t *r, const config_pace_t *cfg)
 {
     uint32_t ring = sizeof r->recent / sizeof r->recent[0];
     return cfg->per_minute < ring ? cfg->per_minute : ring;
@@ -385,7 +380,7 @@ static uint32_t pace_rate_limit(const pace_room_t *r, const config_pace_t *cfg)
 
 /* Slots free now: under max_joining, and under per_minute's admissions of
  * the last minute when it is set (*rate: that is what left none). */
-static uint32_t pace_free(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool *rate)
+uint32_t pace_free(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool *rate)
 {
     /* Each admission adds replicas to the budget used (its own, unseen
      * by the API yet, or blind): the slots are what is left, in steps. */
@@ -417,7 +412,7 @@ static addrset_key_t pace_key(const struct sockaddr_storage *addr)
 
 /* n (waiting) joins now, or a newcomer (n NULL) of key k does. false out
  * of memory. */
-static bool pace_admit(pace_room_t *r, pace_node_t *n, const addrset_key_t *k, const char *pool, uint64_t now_ms)
+bool pace_admit(pace_room_t *r, pace_node_t *n, const addrset_key_t *k, const char *pool, uint64_t now_ms)
 {
     if (n)
         pace_leave_line(r, n);
@@ -483,8 +478,8 @@ static uint32_t pace_ahead(const pace_room_t *r, const config_pace_t *cfg, const
 /* A newcomer paced now: its place at the end of the line, the longest
  * absent making way when the line is full. 0: no place (every node of the
  * line is present, or out of memory). */
-static uint32_t pace_enqueue(pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k, const char *pool,
-                             uint64_t now_ms)
+uint32_t pace_enqueue(pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k, const char *pool,
+                      uint64_t now_ms)
 {
     if (r->line.n >= r->max_line) {
         pace_node_t *gone = pace_by_seen(r->seen.head);
@@ -506,383 +501,12 @@ static uint32_t pace_enqueue(pace_room_t *r, const config_pace_t *cfg, const add
 }
 
 /* A waiting node asked again: seen now, the most recent of the line. */
-static void pace_touch(pace_room_t *r, pace_node_t *n, const char *pool, uint64_t now_ms)
+void pace_touch(pace_room_t *r, pace_node_t *n, const char *pool, uint64_t now_ms)
 {
     n->seen_ms = now_ms;
     pace_copy_pool(n, pool);
     pace_list_remove(&r->seen, &n->seen);
     pace_list_push(&r->seen, &n->seen);
-}
-
-/* ---- the shared line --------------------------------------------------- */
-
-static int pace_key_cmp(const void *a, const void *b)
-{
-    return memcmp(a, b, sizeof(addrset_key_t));
-}
-
-static const pace_shared_joiner_t *pace_shared_find(const pace_shared_t *s, const addrset_key_t *k)
-{
-    if (!s || !s->n_joining)
-        return NULL;
-    return bsearch(k, s->joining, s->n_joining, sizeof *s->joining, pace_key_cmp);
-}
-
-/* An entry of the set that left: admitted join_timeout ago, or a Node
- * born for it is Ready (with a trusted view only: else it stays). A Node
- * frees one entry at most: the one at the first address it lists (the
- * rooms' own rule, one Node for the first admitted, needs the whole set
- * at once; here each entry is judged alone). A Node whose kubelet listed
- * 40 joining nodes' addresses would otherwise free 40 when Ready; a node
- * that fetched from another of its Node's addresses keeps its entry
- * until join_timeout, the safe side. */
-static bool pace_shared_departed(const pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k,
-                                 uint64_t admitted_ms, uint64_t now_ms)
-{
-    if (pace_age(now_ms, admitted_ms) >= cfg->join_timeout_ms)
-        return true;
-    if (!pace_trusted(r))
-        return false;
-    const pace_view_addr_t *a = pace_view_newest(r->view, k);
-    return a && a->ready && a->primary && a->created + PACE_NODE_SKEW_MS >= (int64_t)admitted_ms;
-}
-
-static bool pace_shared_live(const pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k, uint64_t now_ms)
-{
-    const pace_shared_joiner_t *j = pace_shared_find(r->shared, k);
-    return j && !pace_shared_departed(r, cfg, k, j->admitted_ms, now_ms);
-}
-
-static pace_claim_t *pace_claim_find(pace_claim_t *list, uint32_t n, const addrset_key_t *k)
-{
-    for (uint32_t i = 0; i < n; i++)
-        if (!memcmp(&list[i].key, k, sizeof *k))
-            return &list[i];
-    return NULL;
-}
-
-static bool pace_claim_push(pace_claim_t **list, uint32_t *n, uint32_t *cap, const addrset_key_t *k, int64_t wall,
-                            uint64_t now_ms)
-{
-    if (*n == *cap) {
-        uint32_t c = *cap ? *cap * 2 : 16;
-        pace_claim_t *grown = realloc(*list, c * sizeof *grown);
-        if (!grown)
-            return false;
-        *list = grown;
-        *cap = c;
-    }
-    (*list)[(*n)++] = (pace_claim_t){.key = *k, .wall = wall, .at_ms = now_ms, .state = PACE_CLAIM_PENDING};
-    return true;
-}
-
-/* Drops the claims (or waiters) keep says no to, in order. */
-static void pace_claim_filter(pace_room_t *r, pace_claim_t *list, uint32_t *n, const config_pace_t *cfg,
-                              bool (*keep)(pace_room_t *, const config_pace_t *, const pace_claim_t *, uint64_t),
-                              uint64_t now_ms)
-{
-    uint32_t o = 0;
-    for (uint32_t i = 0; i < *n; i++)
-        if (keep(r, cfg, &list[i], now_ms))
-            list[o++] = list[i];
-    *n = o;
-}
-
-/* A claim counts until the set shows it (or it went stale). */
-static bool pace_claim_keep(pace_room_t *r, const config_pace_t *cfg, const pace_claim_t *c, uint64_t now_ms)
-{
-    (void)cfg;
-    if (pace_shared_find(r->shared, &c->key))
-        return false;
-    return pace_age(now_ms, c->at_ms) < PACE_CLAIM_STALE_MS;
-}
-
-/* A waiter queued or written until the line (or the set) shows it. */
-static bool pace_waiter_keep(pace_room_t *r, const config_pace_t *cfg, const pace_claim_t *c, uint64_t now_ms)
-{
-    (void)cfg;
-    if (c->state == PACE_CLAIM_PENDING)
-        return true;
-    if (pace_shared_find(r->shared, &c->key))
-        return false;
-    const pace_shared_t *s = r->shared;
-    for (size_t i = 0; s && i < s->n_line; i++)
-        if (!memcmp(&s->line[i].key, &c->key, sizeof c->key))
-            return false;
-    return pace_age(now_ms, c->at_ms) < PACE_CLAIM_STALE_MS;
-}
-
-void pace_room_use_shared(pace_room_t *r, wakeup_t *bell)
-{
-    pthread_mutex_lock(&r->lock);
-    r->line_api = true;
-    r->bell = bell;
-    pthread_mutex_unlock(&r->lock);
-}
-
-typedef struct pace_turn_seen {
-    addrset_key_t key;
-    uint64_t turn_ms;
-} pace_turn_seen_t;
-
-void pace_room_set_shared(pace_room_t *r, pace_shared_t *s, uint64_t now_ms)
-{
-    pthread_mutex_lock(&r->lock);
-    pace_shared_t *old = r->shared;
-    /* The turns this gate saw come stay with their nodes. */
-    pace_turn_seen_t *seen = NULL;
-    size_t n_seen = 0;
-    if (old && s && old->n_line && (seen = malloc(old->n_line * sizeof *seen))) {
-        for (size_t i = 0; i < old->n_line; i++)
-            if (old->line[i].turn_ms)
-                seen[n_seen++] = (pace_turn_seen_t){old->line[i].key, old->line[i].turn_ms};
-        qsort(seen, n_seen, sizeof *seen, pace_key_cmp);
-        for (size_t i = 0; i < s->n_line; i++) {
-            const pace_turn_seen_t *t = bsearch(&s->line[i].key, seen, n_seen, sizeof *seen, pace_key_cmp);
-            if (t && !s->line[i].turn_ms)
-                s->line[i].turn_ms = t->turn_ms;
-        }
-    }
-    free(seen);
-    r->shared = s;
-    pace_shared_free(old);
-    /* Nodes this gate kept waiting that another gate admitted: they have
-     * left its line. */
-    for (pace_node_t *n = pace_by_order(r->line.head), *next; s && n; n = next) {
-        next = pace_by_order(n->order.next);
-        if (pace_shared_find(s, &n->key)) {
-            pace_leave_line(r, n);
-            pace_forget(r, n);
-        }
-    }
-    pace_claim_filter(r, r->claims, &r->n_claims, NULL, pace_claim_keep, now_ms);
-    pace_claim_filter(r, r->waiters, &r->n_waiters, NULL, pace_waiter_keep, now_ms);
-    pthread_mutex_unlock(&r->lock);
-}
-
-void pace_room_write_failing(pace_room_t *r, const char *why)
-{
-    pthread_mutex_lock(&r->lock);
-    r->write_failing = why != NULL;
-    r->write_fail_ms = clock_coarse_ms();
-    if (why)
-        snprintf(r->write_why, sizeof r->write_why, "%s", why);
-    pthread_mutex_unlock(&r->lock);
-}
-
-/* The set's live entries, and this gate's claims it does not show yet. */
-static uint64_t pace_shared_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
-{
-    uint64_t used = 0;
-    const pace_shared_t *s = r->shared;
-    for (size_t i = 0; s && i < s->n_joining; i++)
-        used += !pace_shared_departed(r, cfg, &s->joining[i].key, s->joining[i].admitted_ms, now_ms);
-    for (uint32_t i = 0; i < r->n_claims; i++)
-        used += !pace_shared_find(s, &r->claims[i].key);
-    return used;
-}
-
-static uint32_t pace_shared_free_slots(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool *rate)
-{
-    uint64_t used = pace_shared_used(r, cfg, now_ms);
-    uint32_t free = used < cfg->max_joining ? (uint32_t)(cfg->max_joining - used) : 0;
-    *rate = false;
-    if (cfg->per_minute && free) {
-        uint32_t limit = pace_rate_limit(r, cfg), in_minute = pace_in_minute(r, limit, now_ms);
-        uint32_t left = limit > in_minute ? limit - in_minute : 0;
-        if (left < free) {
-            free = left;
-            *rate = free == 0;
-        }
-    }
-    return free;
-}
-
-static void pace_ring(pace_room_t *r)
-{
-    if (r->bell)
-        wakeup_ring(r->bell);
-}
-
-/* The present nodes ahead of k in the shared line, up to stop; *place
- * its place from 1 (past the end when the line does not have it). A
- * node ahead is present when this gate saw it within head_hold, or when
- * its turn came (at this gate) less than head_hold ago, or comes now. */
-static uint32_t pace_shared_ahead(pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k, uint32_t stop,
-                                  uint64_t now_ms, uint32_t *place, bool *in_line)
-{
-    pace_shared_t *s = r->shared;
-    uint32_t ahead = 0;
-    size_t i = 0;
-    int64_t to_room = (int64_t)now_ms - (int64_t)clock_wall_coarse_ms();
-    *in_line = false;
-    for (; i < s->n_line; i++) {
-        pace_shared_waiter_t *w = &s->line[i];
-        if (!memcmp(&w->key, k, sizeof *k)) {
-            *in_line = true;
-            break;
-        }
-        if (ahead >= stop)
-            continue;           /* its place only */
-        if (pace_shared_find(s, &w->key) || pace_claim_find(r->claims, r->n_claims, &w->key))
-            continue;           /* admitted, its wait Lease not deleted yet */
-        if (pace_trusted(r)) {
-            /* joined: a Ready Node born after it first asked */
-            const pace_view_addr_t *a = pace_view_newest(r->view, &w->key);
-            if (a && a->ready && a->primary && a->created + PACE_NODE_SKEW_MS >= w->acquire_wall + to_room)
-                continue;
-        }
-        const pace_node_t *n = pace_find(r, &w->key);
-        bool present = n && !n->admitted_ms && pace_present(n, cfg, now_ms);
-        if (!present) {
-            if (!w->turn_ms)
-                w->turn_ms = now_ms ? now_ms : 1;
-            present = pace_age(now_ms, w->turn_ms) < cfg->head_hold_ms;
-        }
-        ahead += present;
-    }
-    *place = (uint32_t)i + 1;
-    return ahead;
-}
-
-/* pace_decide with the shared line usable (the lock held, n the node's
- * local record if any, not joining here). */
-static pace_decision_t pace_decide_shared(pace_room_t *r, const config_pace_t *cfg, pace_node_t *n,
-                                          const addrset_key_t *k, const char *pool, uint64_t now_ms)
-{
-    pace_decision_t d = {.cause = PACE_ADMITTED};
-    pace_claim_filter(r, r->claims, &r->n_claims, cfg, pace_claim_keep, now_ms);
-    if (pace_shared_live(r, cfg, k, now_ms)) {
-        if (pace_admit(r, n, k, pool, now_ms))
-            return d;
-        d.cause = PACE_ROOM;
-    } else if (pace_claim_find(r->claims, r->n_claims, k)) {
-        d.cause = PACE_CLAIM;
-    } else if (pace_ceiling(r, cfg, now_ms)) {
-        d.cause = PACE_CEILING;
-    } else {
-        bool rate = false, in_line = false;
-        uint32_t free = pace_shared_free_slots(r, cfg, now_ms, &rate);
-        uint32_t ahead = pace_shared_ahead(r, cfg, k, free, now_ms, &d.place, &in_line);
-        if (!free) {
-            d.cause = rate ? PACE_RATE : PACE_BUDGET;
-        } else if (ahead >= free) {
-            d.cause = PACE_TURN;
-        } else if (pace_claim_push(&r->claims, &r->n_claims, &r->cap_claims, k, (int64_t)clock_wall_coarse_ms(),
-                                   now_ms)) {
-            d.cause = PACE_CLAIM;
-            uint32_t ring = sizeof r->recent / sizeof r->recent[0];
-            r->recent[r->recent_at] = now_ms;
-            r->recent_at = (r->recent_at + 1) % ring;
-            pace_ring(r);
-        } else {
-            d.cause = PACE_ROOM;
-        }
-        /* A node the shared line does not have yet enters it. */
-        if (!in_line && d.cause != PACE_CLAIM && !pace_claim_find(r->waiters, r->n_waiters, k) &&
-            pace_claim_push(&r->waiters, &r->n_waiters, &r->cap_waiters, k, (int64_t)clock_wall_coarse_ms(), now_ms))
-            pace_ring(r);
-    }
-    /* Recorded in the gate's own line: seen (present), and shown. */
-    if (n) {
-        pace_touch(r, n, pool, now_ms);
-    } else if (!pace_enqueue(r, cfg, k, pool, now_ms)) {
-        r->unrecorded_total++;
-    }
-    r->paced_total[d.cause]++;
-    return d;
-}
-
-size_t pace_shared_plan(pace_room_t *r, const config_pace_t *cfg, const char *gate, const pace_line_entry_t *in,
-                        size_t n_in, int64_t now_wall, uint64_t now_ms, pace_line_entry_t *out, size_t *added)
-{
-    pthread_mutex_lock(&r->lock);
-    size_t n = 0;
-    *added = 0;
-    int64_t to_room = (int64_t)now_ms - now_wall;
-    for (size_t i = 0; i < n_in; i++) {
-        uint64_t at = (uint64_t)(in[i].admitted_wall + to_room);
-        if (in[i].admitted_wall + to_room < 0)
-            at = 0;
-        if (!pace_shared_departed(r, cfg, &in[i].key, at, now_ms))
-            out[n++] = in[i];
-    }
-    uint32_t o = 0;
-    for (uint32_t i = 0; i < r->n_claims; i++) {
-        pace_claim_t *c = &r->claims[i];
-        if (c->state != PACE_CLAIM_WRITTEN) {
-            bool have = false;
-            for (size_t j = 0; j < n && !have; j++)
-                have = !memcmp(&out[j].key, &c->key, sizeof c->key);
-            if (have) {
-                c->state = PACE_CLAIM_WRITTEN;     /* another gate claimed it first */
-            } else if (n < cfg->max_joining) {
-                out[n] = (pace_line_entry_t){.key = c->key, .admitted_wall = now_wall};
-                snprintf(out[n].gate, sizeof out[n].gate, "%s", gate);
-                n++;
-                (*added)++;
-                c->state = PACE_CLAIM_WRITING;
-            } else {
-                continue;                           /* no slot on the set as it is: dropped */
-            }
-        }
-        r->claims[o++] = *c;
-    }
-    r->n_claims = o;
-    pthread_mutex_unlock(&r->lock);
-    return n;
-}
-
-void pace_shared_written(pace_room_t *r, bool ok, uint64_t now_ms)
-{
-    pthread_mutex_lock(&r->lock);
-    uint32_t o = 0;
-    for (uint32_t i = 0; i < r->n_claims; i++) {
-        pace_claim_t *c = &r->claims[i];
-        if (c->state == PACE_CLAIM_WRITING) {
-            if (!ok)
-                continue;
-            c->state = PACE_CLAIM_WRITTEN;
-            c->at_ms = now_ms;
-        }
-        r->claims[o++] = *c;
-    }
-    r->n_claims = o;
-    if (ok)
-        r->write_failing = false;
-    pthread_mutex_unlock(&r->lock);
-}
-
-uint32_t pace_shared_take_waiters(pace_room_t *r, pace_claim_t **out)
-{
-    pthread_mutex_lock(&r->lock);
-    uint32_t n = 0;
-    *out = NULL;
-    for (uint32_t i = 0; i < r->n_waiters; i++)
-        n += r->waiters[i].state == PACE_CLAIM_PENDING;
-    if (n && (*out = malloc(n * sizeof **out))) {
-        n = 0;
-        for (uint32_t i = 0; i < r->n_waiters; i++)
-            if (r->waiters[i].state == PACE_CLAIM_PENDING) {
-                (*out)[n++] = r->waiters[i];
-                r->waiters[i].state = PACE_CLAIM_WRITTEN;
-                r->waiters[i].at_ms = clock_coarse_ms();
-            }
-    } else {
-        n = 0;
-    }
-    pthread_mutex_unlock(&r->lock);
-    return n;
-}
-
-bool pace_shared_pending(pace_room_t *r)
-{
-    pthread_mutex_lock(&r->lock);
-    bool any = false;
-    for (uint32_t i = 0; i < r->n_claims && !any; i++)
-        any = r->claims[i].state == PACE_CLAIM_PENDING;
-    pthread_mutex_unlock(&r->lock);
-    return any;
 }
 
 pace_decision_t pace_decide(pace_room_t *r, const config_pace_t *cfg, const struct sockaddr_storage *addr,
@@ -944,124 +568,4 @@ pace_decision_t pace_decide(pace_room_t *r, const config_pace_t *cfg, const stru
     d.place = d.cause == PACE_ADMITTED ? 0 : d.place;
     pthread_mutex_unlock(&r->lock);
     return d;
-}
-
-/* ---- reports ----------------------------------------------------------- */
-
-static pace_entry_t pace_entry_of(const pace_room_t *r, const pace_node_t *n, const config_pace_t *cfg,
-                                  uint64_t now_ms)
-{
-    pace_entry_t e = {.key = n->key, .first_ms = n->first_ms, .seen_ms = n->seen_ms, .admitted_ms = n->admitted_ms};
-    memcpy(e.pool, n->pool, sizeof e.pool);
-    if (n->admitted_ms)
-        e.registered = n->is_node && pace_trusted(r);
-    else
-        e.present = pace_present(n, cfg, now_ms);
-    return e;
-}
-
-/* When the first present node of the line can be admitted at the
- * soonest (pace_stats_t.head_earliest_ms). */
-static uint64_t pace_head_earliest(const pace_room_t *r, const config_pace_t *cfg, const pace_stats_t *st,
-                                   uint64_t now_ms)
-{
-    if (!st->present || st->ceiling)
-        return 0;
-    if (st->free)
-        return now_ms;
-    uint64_t at = 0;
-    const pace_node_t *oldest = pace_by_order(r->joining.head);
-    if (oldest)
-        at = oldest->admitted_ms + cfg->join_timeout_ms;
-    if (cfg->per_minute) {
-        /* The admission that ends the minute's cap: the limit-th latest. */
-        uint32_t ring = sizeof r->recent / sizeof r->recent[0], limit = pace_rate_limit(r, cfg);
-        uint64_t t = r->recent[(r->recent_at + ring - limit) % ring];
-        if (t && pace_age(now_ms, t) < 60000 && t + 60000 > at)
-            at = t + 60000;
-    }
-    return at;
-}
-
-int pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool lists, pace_report_t *out)
-{
-    *out = (pace_report_t){0};
-    pace_stats_t *st = &out->stats;
-    int rc = 0;
-    pthread_mutex_lock(&r->lock);
-    pace_expire(r, cfg, now_ms);
-    bool rate;
-    *st = (pace_stats_t){.joining = r->joining.n, .waiting = r->line.n, .max_line = r->max_line,
-                         .admitted_total = r->admitted_total, .timed_out_total = r->timed_out_total,
-                         .unrecorded_total = r->unrecorded_total, .evicted_total = r->evicted_total,
-                         .forgotten_total = r->forgotten_total, .api = pace_trusted(r), .unseen = r->unseen,
-                         .used = pace_used(r, cfg, now_ms), .free = pace_free(r, cfg, now_ms, &rate),
-                         .ceiling = pace_ceiling(r, cfg, now_ms), .joined_total = r->joined_total,
-                         .join_sum_ms = r->join_sum_ms, .join_timeout_ms = cfg->join_timeout_ms,
-                         .max_joining = cfg->max_joining, .max_pending_csrs = cfg->max_pending_csrs,
-                         .replicas = cfg->replicas};
-    memcpy(st->join_buckets, r->join_buckets, sizeof st->join_buckets);
-    memcpy(st->paced_total, r->paced_total, sizeof st->paced_total);
-    line_mode_t mode = pace_line_mode(r, now_ms);
-    st->line_configured = r->line_api;
-    st->line_shared = mode == LINE_SHARED;
-    st->claims = r->n_claims;
-    if (r->shared) {
-        st->shared_joining = (uint32_t)r->shared->n_joining;
-        st->shared_waiting = (uint32_t)r->shared->n_line;
-    }
-    if (mode == LINE_SHARED) {
-        st->used = pace_shared_used(r, cfg, now_ms);
-        st->free = pace_shared_free_slots(r, cfg, now_ms, &rate);
-    } else if (mode == LINE_SYNC) {
-        snprintf(st->line_why, sizeof st->line_why,
-                 "the shared line's Leases have not been listed since the gate started: every node waits (sync)");
-        st->free = 0;
-    } else if (mode == LINE_FALLBACK) {
-        snprintf(st->line_why, sizeof st->line_why, "%s",
-                 r->write_failing ? r->write_why : r->shared ? r->shared->why : "the Leases are not listed");
-    }
-    /* An untrusted view's counts are not shown: they are not counted. */
-    if (st->api) {
-        st->pending_csrs = pace_pending_csrs(r, now_ms);
-        st->approver_limit = (uint32_t)pace_view_approver_limit(r->view);
-        st->machines_counted = r->view->n_machines >= 0;
-        st->young_csrs = pace_csrs_within(r, cfg->join_timeout_ms, now_ms);
-        st->young_not_ready = pace_young_not_ready(r, cfg, now_ms);
-    } else if (r->view) {
-        memcpy(st->why, r->view->why, sizeof st->why);
-    } else {
-        snprintf(st->why, sizeof st->why,
-                 "no Nodes and CSRs watch: pacing follows the API only with enforcement.source: kubernetes");
-    }
-    if (lists) {
-        out->line = malloc((r->line.n + 1) * sizeof *out->line);
-        out->joining = malloc((r->joining.n + 1) * sizeof *out->joining);
-        if (!out->line || !out->joining)
-            rc = -1;
-    }
-    for (const pace_node_t *w = pace_by_order(r->line.head); w; w = pace_by_order(w->order.next)) {
-        bool present = pace_present(w, cfg, now_ms);
-        if (present && !st->present)
-            st->longest_wait_ms = pace_age(now_ms, w->first_ms);
-        st->present += present;
-        if (out->line && !rc)
-            out->line[out->n_line++] = pace_entry_of(r, w, cfg, now_ms);
-    }
-    for (const pace_node_t *j = pace_by_order(r->joining.head); out->joining && !rc && j;
-         j = pace_by_order(j->order.next))
-        out->joining[out->n_joining++] = pace_entry_of(r, j, cfg, now_ms);
-    st->head_earliest_ms = pace_head_earliest(r, cfg, st, now_ms);
-    pthread_mutex_unlock(&r->lock);
-    if (rc < 0)
-        pace_report_release(out);
-    return rc;
-}
-
-void pace_report_release(pace_report_t *rep)
-{
-    free(rep->line);
-    free(rep->joining);
-    rep->line = rep->joining = NULL;
-    rep->n_line = rep->n_joining = 0;
 }

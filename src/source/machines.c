@@ -339,20 +339,13 @@ int64_t machines_watch_machine_count(const machines_watch_t *m)
 
 int machines_watch_outdated(const machines_watch_t *m, const config_t *cfg, char *why, size_t len)
 {
-    if (!config_kube_same(&m->cfg->enforcement.kubernetes, &cfg->enforcement.kubernetes)) {
-        snprintf(why, len, "enforcement.kubernetes changed");
-        return 1;
-    }
-    if (!config_machines_same(&m->cfg->admission.machines, &cfg->admission.machines)) {
+    if (config_kube_same(&m->cfg->enforcement.kubernetes, &cfg->enforcement.kubernetes) &&
+        !config_machines_same(&m->cfg->admission.machines, &cfg->admission.machines)) {
         snprintf(why, len, "admission.machines changed");
         return 1;
     }
-    if (!m->api_ready)
-        return 0;
-    int changed = kube_api_ca_changed(&m->api, why, len);
-    if (changed > 0)
-        snprintf(why, len, "the CA in %s changed", m->api.ca_file);
-    return changed;
+    return kube_api_outdated(&m->api, m->api_ready, &m->cfg->enforcement.kubernetes, &cfg->enforcement.kubernetes, why,
+                             len);
 }
 
 __attribute__((format(printf, 4, 5)))

@@ -168,14 +168,6 @@ bool mcs_watch_answered(const mcs_watch_t *w) { return w->answered; }
 
 int mcs_watch_outdated(const mcs_watch_t *w, const config_t *cfg, char *why, size_t len)
 {
-    if (!config_kube_same(&w->cfg->enforcement.kubernetes, &cfg->enforcement.kubernetes)) {
-        snprintf(why, len, "enforcement.kubernetes changed");
-        return 1;
-    }
-    if (!w->api_ready)
-        return 0;
-    int changed = kube_api_ca_changed(&w->api, why, len);
-    if (changed > 0)
-        snprintf(why, len, "the CA in %s changed", w->api.ca_file);
-    return changed;
+    return kube_api_outdated(&w->api, w->api_ready, &w->cfg->enforcement.kubernetes, &cfg->enforcement.kubernetes, why,
+                             len);
 }

@@ -28,6 +28,20 @@ $extra" gate_config "$TMP/gate.yaml" "$mode" unused "log:
   gate_start "$TMP/gate.yaml"
 }
 
+# pace_gate_config FILE PACE_YAML: a gate's config (hold) with the
+# Kubernetes source pointed at the fake and the given pace: block (its
+# keys, indented); the admin API on $ADMIN_ADDR as lib.sh's gate_config
+# takes it. The pacing tests' one setup.
+pace_gate_config() {
+  [ -e "$GATE_TOKEN" ] || cp "$FA_DIR/token" "$GATE_TOKEN"
+  GATE_ENFORCEMENT="  source: kubernetes
+  kubernetes:
+    server: $FA_URL
+    ca_file: $FA_DIR/pki/ca.crt
+    token_file: $GATE_TOKEN" gate_config "$1" hold unused "pace:
+$2"
+}
+
 die() {
   echo "--- gate log (last 30 lines, access lines left out) ---" >&2
   grep -v '"event":"access"' "${GATE_LOG:-/dev/null}" | tail -30 >&2 || true

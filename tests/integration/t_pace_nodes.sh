@@ -16,13 +16,7 @@ certs
 mcs_start
 fa_start --object "$FIXTURES/automatic-compliant.yaml" --bookmark-interval 0.5
 ADMIN_ADDR="127.0.0.1:$(free_port)"
-cp "$FA_DIR/token" "$GATE_TOKEN"
-GATE_ENFORCEMENT="  source: kubernetes
-  kubernetes:
-    server: $FA_URL
-    ca_file: $FA_DIR/pki/ca.crt
-    token_file: $GATE_TOKEN" gate_config "$TMP/gate.yaml" hold unused "pace:
-  enabled: true
+pace_gate_config "$TMP/gate.yaml" "  enabled: true
   max_joining: 10
   join_timeout: 10m
   head_hold: 10m

@@ -55,6 +55,13 @@ void kube_api_destroy(kube_api_t *api);
  * when it does, 0 when not (or nothing was pinned), -1 with err when it
  * cannot be read. Reads the whole file (a CA bundle: kilobytes). */
 int kube_api_ca_changed(const kube_api_t *api, char *err, size_t errlen);
+/* Whether a watch made with the settings was (its api, ready once
+ * kube_api_init succeeded) must be made again for now: 1 with why when
+ * now talks to the API another way or the CA file changed, 0 when it can
+ * stay, -1 with why when the CA file cannot be read. The one test the
+ * Machines, pace and ClusterOperator watches make at each reload. */
+int kube_api_outdated(const kube_api_t *api, bool ready, const config_source_kube_t *was,
+                      const config_source_kube_t *now, char *why, size_t len);
 /* A rotated cluster CA, followed without a reload: when ca_file holds
  * other bytes than api->tls was made from, a new context from them
  * replaces it (the reflectors' clients take it at their next connection).

@@ -9,6 +9,7 @@
 #include <event2/event.h>
 #include <openssl/evp.h>
 
+#include "conf/reload.h"
 #include "core/backoff.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -123,6 +124,21 @@ int kube_api_ca_changed(const kube_api_t *api, char *err, size_t errlen)
 {
     unsigned char now[32];
     return ca_digest_changed(api, now, err, errlen);
+}
+
+int kube_api_outdated(const kube_api_t *api, bool ready, const config_source_kube_t *was,
+                      const config_source_kube_t *now, char *why, size_t len)
+{
+    if (!config_kube_same(was, now)) {
+        snprintf(why, len, "enforcement.kubernetes changed");
+        return 1;
+    }
+    if (!ready)
+        return 0;
+    int changed = kube_api_ca_changed(api, why, len);
+    if (changed > 0)
+        snprintf(why, len, "the CA in %s changed", api->ca_file);
+    return changed;
 }
 
 int kube_api_follow_ca(kube_api_t *api, char *err, size_t errlen)
