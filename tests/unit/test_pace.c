@@ -882,5 +882,4 @@ Test(pace, places_stay_exact_through_churn_and_renumbering)
         cr_assert_eq(d.place, at + 1, "round %d: node %d at %zu, said %u", round, i, at + 1, d.place);
         pace_report_release(&rep);
     }
-    cr_assert_gt(room.next_ticket + 0u, 0u);
 }
