@@ -105,6 +105,7 @@ typedef struct pace_node {
     uint64_t seen_ms;               /* its latest request */
     uint64_t admitted_ms;           /* 0: waiting */
     bool is_node;                   /* joining, and a Node born for it is in the view (not in O) */
+    bool blind;                     /* admitted by a room on the shared line counting blind (fallback, settle) */
     uint32_t ticket;                /* waiting: its index in the room's place tree (places) */
     pace_link_t order;              /* the line (waiting) or the joining list, oldest first */
     pace_link_t seen;               /* waiting: the line by latest request, least recent first */
@@ -156,11 +157,18 @@ typedef struct pace_room {
     bool write_failing;             /* until write_fail_ms + PACE_WRITE_FALLBACK_MS, or a write succeeds */
     uint64_t write_fail_ms;
     char write_why[PACE_VIEW_WHY_LEN];
+    uint64_t settle_until_ms;       /* back from a fallback: its own share until then (PACE_SETTLE_MS) */
 } pace_room_t;
 
 /* A writer that failed (conflicts unsettled, errors) leaves the room
  * counting blind this long, then it claims again. */
 #define PACE_WRITE_FALLBACK_MS 5000
+/* Back on the shared line after a fallback, a room keeps to its share
+ * this long: the other gates blind through the same outage are back (a
+ * failing Leases list is retried every 2 s at most) and have written
+ * what they admitted blind within a few seconds; until then the set
+ * lacks it (docs/internals.md, "The fallback"). */
+#define PACE_SETTLE_MS 10000
 /* A claim or a wait Lease written that the Leases do not show this long
  * after is dropped (its node claims again, or is queued again). */
 #define PACE_CLAIM_STALE_MS 30000
@@ -284,9 +292,11 @@ void pace_room_write_failing(pace_room_t *r, const char *why);
 
 /* The writer's plan on the joining Lease as read (in, n_in): the live
  * entries kept (departed ones dropped: a Node born for it Ready, or
- * join_timeout), then the pending claims added while the set stays within
+ * join_timeout), then this gate's blind admissions the set lacks (up to
+ * max_joining of them: they are admitted already, so whatever the set
+ * holds), then the pending claims added while the set stays within
  * max_joining (those become WRITING); out holds max_joining + n_in
- * entries at least. Returns the entries in out; *added the claims. */
+ * entries at least. Returns the entries in out; *added what it added. */
 size_t pace_shared_plan(pace_room_t *r, const config_pace_t *cfg, const char *gate, const pace_line_entry_t *in,
                         size_t n_in, int64_t now_wall, uint64_t now_ms, pace_line_entry_t *out, size_t *added);
 /* The update's outcome: written (the claims stay counted until the
@@ -294,7 +304,7 @@ size_t pace_shared_plan(pace_room_t *r, const config_pace_t *cfg, const char *ga
 void pace_shared_written(pace_room_t *r, bool ok, uint64_t now_ms);
 /* Takes the waiters queued (the caller frees *out); their number. */
 uint32_t pace_shared_take_waiters(pace_room_t *r, pace_claim_t **out);
-/* Whether claims wait for a write. */
+/* Whether claims, or blind admissions the set lacks, wait for a write. */
 bool pace_shared_pending(pace_room_t *r);
 
 #endif

@@ -285,7 +285,9 @@ static void status_print_pace(FILE *out, const json_t *pace)
                     (long long)json_integer_value(json_object_get(pace, "sharedJoining")),
                     (long long)json_integer_value(json_object_get(pace, "sharedWaiting")),
                     (long long)json_integer_value(json_object_get(pace, "claimsInFlight")));
-        else
+        if (!strcmp(status_str(pace, "lineMode"), "api") && json_is_string(json_object_get(pace, "lineWhy")))
+            fprintf(out, "             %s\n", status_str(pace, "lineWhy"));   /* settling after a fallback */
+        else if (strcmp(status_str(pace, "lineMode"), "api"))
             fprintf(out, "  line:      the gate's own, not the shared one: %s\n", status_str(pace, "lineWhy"));
     }
     /* A gate before this field: nothing to say of how it counts. */

@@ -237,17 +237,31 @@ bool pace_trusted(const pace_room_t *r)
 }
 
 
-line_mode_t pace_line_mode(pace_room_t *r, uint64_t now_ms)
+line_mode_t pace_line_mode(const pace_room_t *r, uint64_t now_ms)
 {
     if (!r->line_api)
         return LINE_LOCAL;
-    if (r->write_failing && now_ms - r->write_fail_ms >= PACE_WRITE_FALLBACK_MS && now_ms >= r->write_fail_ms)
-        r->write_failing = false;
-    if ((r->shared && r->shared->failing) || r->write_failing)
+    bool write_failing = r->write_failing && pace_age(now_ms, r->write_fail_ms) < PACE_WRITE_FALLBACK_MS;
+    if ((r->shared && r->shared->failing) || write_failing)
         return LINE_FALLBACK;
     if (!r->shared || !r->shared->listed)
         return LINE_SYNC;
-    return LINE_SHARED;
+    /* A failed write's fallback lapsed without a write since: it settles
+     * from the lapse. */
+    uint64_t settle = r->settle_until_ms;
+    if (r->write_failing && r->write_fail_ms + PACE_WRITE_FALLBACK_MS + PACE_SETTLE_MS > settle)
+        settle = r->write_fail_ms + PACE_WRITE_FALLBACK_MS + PACE_SETTLE_MS;
+    return now_ms < settle ? LINE_SETTLE : LINE_SHARED;
+}
+
+/* The shared line is usable again after a fallback (the Leases listed,
+ * or written): the room settles from now. */
+void pace_settle_from(pace_room_t *r, uint64_t now_ms)
+{
+    uint64_t lapse = r->write_failing ? r->write_fail_ms + PACE_WRITE_FALLBACK_MS : now_ms;
+    uint64_t from = lapse < now_ms ? lapse : now_ms;
+    if (from + PACE_SETTLE_MS > r->settle_until_ms)
+        r->settle_until_ms = from + PACE_SETTLE_MS;
 }
 
 /* The Node born for joining node n: the newest Node of its address,
@@ -303,9 +317,16 @@ bool pace_ceiling(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_m
 uint64_t pace_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
     uint64_t replicas = cfg->replicas ? cfg->replicas : 1;
-    /* The shared line's fallback counts blind: a Node seen does not say
-     * whose admission it was. */
-    if (!pace_trusted(r) || (r->line_api && r->write_failing) || (r->line_api && r->shared && r->shared->failing))
+    /* The shared line's fallback counts the set it saw last and, blind,
+     * its own admissions that set lacks: counting only replicas x its own
+     * joining nodes said nothing of the other gates' entries, and a gate
+     * with few of its own admitted floor(M/R) on top of them (7 admitted
+     * of 6 through a 20 s outage). A Node seen does not say whose
+     * admission it was, so the rest is blind. */
+    line_mode_t mode = pace_line_mode(r, now_ms);
+    if (mode == LINE_FALLBACK || mode == LINE_SETTLE)
+        return pace_shared_blind_used(r, cfg, now_ms);
+    if (!pace_trusted(r))
         return replicas * r->joining.n;
     uint64_t v = (uint64_t)pace_young_not_ready(r, cfg, now_ms) + pace_csrs_within(r, cfg->join_timeout_ms, now_ms);
     return v + replicas * r->unseen;
@@ -410,14 +431,14 @@ static addrset_key_t pace_key(const struct sockaddr_storage *addr)
     return k;
 }
 
-/* n (waiting) joins now, or a newcomer (n NULL) of key k does. false out
- * of memory. */
-bool pace_admit(pace_room_t *r, pace_node_t *n, const addrset_key_t *k, const char *pool, uint64_t now_ms)
+/* n (waiting) joins now, or a newcomer (n NULL) of key k does: the
+ * joining node; NULL out of memory. */
+pace_node_t *pace_admit(pace_room_t *r, pace_node_t *n, const addrset_key_t *k, const char *pool, uint64_t now_ms)
 {
     if (n)
         pace_leave_line(r, n);
     else if (!(n = pace_add(r, k, now_ms)))
-        return false;
+        return NULL;
     n->seen_ms = n->admitted_ms = now_ms;
     pace_copy_pool(n, pool);
     /* Unseen until the next view says whose Node it is (one Node, one
@@ -429,7 +450,7 @@ bool pace_admit(pace_room_t *r, pace_node_t *n, const addrset_key_t *k, const ch
     r->recent[r->recent_at] = now_ms;
     r->recent_at = (r->recent_at + 1) % ring;
     r->admitted_total++;
-    return true;
+    return n;
 }
 
 /* The present nodes of the line ahead of n (NULL: a newcomer, behind them
@@ -541,6 +562,13 @@ pace_decision_t pace_decide(pace_room_t *r, const config_pace_t *cfg, const stru
         pthread_mutex_unlock(&r->lock);
         return d;
     }
+    /* Counting blind on the shared line: a node of the set last seen has
+     * its slot there (another gate claimed it) and costs nothing more. */
+    if ((mode == LINE_FALLBACK || mode == LINE_SETTLE) && pace_shared_live(r, cfg, &k, now_ms) &&
+        pace_admit(r, n, &k, pool, now_ms)) {
+        pthread_mutex_unlock(&r->lock);
+        return d;
+    }
     bool rate = false, ceiling = pace_ceiling(r, cfg, now_ms);
     uint32_t free = ceiling ? 0 : pace_free(r, cfg, now_ms, &rate);
     if (!free)
@@ -554,8 +582,10 @@ pace_decision_t pace_decide(pace_room_t *r, const config_pace_t *cfg, const stru
         d.cause = rate ? PACE_RATE : PACE_BUDGET;
     else if (ahead >= free)
         d.cause = PACE_TURN;
-    else if (!pace_admit(r, n, &k, pool, now_ms))
+    else if (!(n = pace_admit(r, n, &k, pool, now_ms)))
         d.cause = PACE_ROOM;            /* out of memory: it cannot be counted, so it waits */
+    else
+        n->blind = r->line_api;         /* the fallback's: the writer adds it to the set */
     if (d.cause != PACE_ADMITTED) {
         if (n) {
             pace_touch(r, n, pool, now_ms);

@@ -65,7 +65,7 @@ int pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool 
     memcpy(st->paced_total, r->paced_total, sizeof st->paced_total);
     line_mode_t mode = pace_line_mode(r, now_ms);
     st->line_configured = r->line_api;
-    st->line_shared = mode == LINE_SHARED;
+    st->line_shared = mode == LINE_SHARED || mode == LINE_SETTLE;
     st->claims = r->n_claims;
     if (r->shared) {
         st->shared_joining = (uint32_t)r->shared->n_joining;
@@ -74,13 +74,20 @@ int pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool 
     if (mode == LINE_SHARED) {
         st->used = pace_shared_used(r, cfg, now_ms);
         st->free = pace_shared_free_slots(r, cfg, now_ms, &rate);
+    } else if (mode == LINE_SETTLE) {
+        snprintf(st->line_why, sizeof st->line_why,
+                 "back on the shared line after a fallback: this gate keeps to its own share of the slots for "
+                 "%llu ms more, while the other gates write what they admitted blind",
+                 (unsigned long long)(r->settle_until_ms > now_ms ? r->settle_until_ms - now_ms : 0));
     } else if (mode == LINE_SYNC) {
         snprintf(st->line_why, sizeof st->line_why,
                  "the shared line's Leases have not been listed since the gate started: every node waits (sync)");
         st->free = 0;
     } else if (mode == LINE_FALLBACK) {
         snprintf(st->line_why, sizeof st->line_why, "%s",
-                 r->write_failing ? r->write_why : r->shared ? r->shared->why : "the Leases are not listed");
+                 r->shared && r->shared->failing ? r->shared->why
+                 : r->write_failing               ? r->write_why
+                                                  : "the Leases are not listed");
     }
     /* An untrusted view's counts are not shown: they are not counted. */
     if (st->api) {

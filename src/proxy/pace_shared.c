@@ -24,7 +24,11 @@ static const pace_shared_joiner_t *pace_shared_find(const pace_shared_t *s, cons
 }
 
 /* An entry of the set that left: admitted join_timeout ago, or a Node
- * born for it is Ready (with a trusted view only: else it stays). A Node
+ * born for it is Ready. The view need not be trusted for that: a view
+ * that lost its watch still holds what it saw, and a node seen joined
+ * has joined (a view that misses Nodes misses departures, the safe
+ * side). Through an outage the entries whose Nodes were Ready before it
+ * stay gone: counted live, they took the slots the fallback has. A Node
  * frees one entry at most: the one at the first address it lists (the
  * rooms' own rule, one Node for the first admitted, needs the whole set
  * at once; here each entry is judged alone). A Node whose kubelet listed
@@ -36,13 +40,13 @@ static bool pace_shared_departed(const pace_room_t *r, const config_pace_t *cfg,
 {
     if (pace_age(now_ms, admitted_ms) >= cfg->join_timeout_ms)
         return true;
-    if (!pace_trusted(r))
+    if (!r->view)
         return false;
     const pace_view_addr_t *a = pace_view_newest(r->view, k);
     return a && a->ready && a->primary && a->created + PACE_NODE_SKEW_MS >= (int64_t)admitted_ms;
 }
 
-static bool pace_shared_live(const pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k, uint64_t now_ms)
+bool pace_shared_live(const pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k, uint64_t now_ms)
 {
     const pace_shared_joiner_t *j = pace_shared_find(r->shared, k);
     return j && !pace_shared_departed(r, cfg, k, j->admitted_ms, now_ms);
@@ -139,6 +143,8 @@ void pace_room_set_shared(pace_room_t *r, pace_shared_t *s, uint64_t now_ms)
         }
     }
     free(seen);
+    if (old && old->failing && s && !s->failing)
+        pace_settle_from(r, now_ms);
     r->shared = s;
     pace_shared_free(old);
     /* Nodes this gate kept waiting that another gate admitted: they have
@@ -158,23 +164,68 @@ void pace_room_set_shared(pace_room_t *r, pace_shared_t *s, uint64_t now_ms)
 void pace_room_write_failing(pace_room_t *r, const char *why)
 {
     pthread_mutex_lock(&r->lock);
+    uint64_t now_ms = clock_coarse_ms();
+    if (!why && r->write_failing)
+        pace_settle_from(r, now_ms);
     r->write_failing = why != NULL;
-    r->write_fail_ms = clock_coarse_ms();
+    r->write_fail_ms = now_ms;
     if (why)
         snprintf(r->write_why, sizeof r->write_why, "%s", why);
     pthread_mutex_unlock(&r->lock);
 }
 
-/* The set's live entries, and this gate's claims it does not show yet. */
-uint64_t pace_shared_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
+/* The set's live entries (as last seen). */
+static uint64_t pace_shared_live_entries(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
-    uint64_t used = 0;
+    uint64_t live = 0;
     const pace_shared_t *s = r->shared;
     for (size_t i = 0; s && i < s->n_joining; i++)
-        used += !pace_shared_departed(r, cfg, &s->joining[i].key, s->joining[i].admitted_ms, now_ms);
+        live += !pace_shared_departed(r, cfg, &s->joining[i].key, s->joining[i].admitted_ms, now_ms);
+    return live;
+}
+
+/* This gate's blind admissions (still joining), and of them those the
+ * set does not show (*unwritten). */
+static uint64_t pace_shared_blind(const pace_room_t *r, uint64_t *unwritten)
+{
+    uint64_t n = 0;
+    *unwritten = 0;
+    for (const pace_link_t *l = r->joining.head; l; l = l->next) {
+        const pace_node_t *j = (const pace_node_t *)((const char *)l - offsetof(pace_node_t, order));
+        if (!j->blind)
+            continue;
+        n++;
+        *unwritten += !pace_shared_find(r->shared, &j->key);
+    }
+    return n;
+}
+
+/* The set's live entries, and this gate's claims and blind admissions
+ * it does not show yet. */
+uint64_t pace_shared_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
+{
+    uint64_t unwritten;
+    pace_shared_blind(r, &unwritten);
+    uint64_t used = pace_shared_live_entries(r, cfg, now_ms) + unwritten;
     for (uint32_t i = 0; i < r->n_claims; i++)
-        used += !pace_shared_find(s, &r->claims[i].key);
+        used += !pace_shared_find(r->shared, &r->claims[i].key);
     return used;
+}
+
+/* Blind (pace_used, in fallback and settle): the set as this gate saw it
+ * last, less its own blind admissions, and replicas x those: each gate
+ * keeps to its share of what the set left. With every gate's last view
+ * the same set S, they admit floor((M - |S|) / R) each at most, so
+ * |S| + R x that <= M; back on the line, a gate goes on counting so
+ * until the others have written theirs (PACE_SETTLE_MS). A view older
+ * than another gate's last claim misses that claim: the one way past M
+ * left, as narrow as the watch's lag when the API went. */
+uint64_t pace_shared_blind_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
+{
+    uint64_t replicas = cfg->replicas ? cfg->replicas : 1, unwritten;
+    uint64_t blind = pace_shared_blind(r, &unwritten), written = blind - unwritten;
+    uint64_t live = pace_shared_live_entries(r, cfg, now_ms);
+    return (live > written ? live - written : 0) + replicas * blind;
 }
 
 uint32_t pace_shared_free_slots(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool *rate)
@@ -302,6 +353,25 @@ size_t pace_shared_plan(pace_room_t *r, const config_pace_t *cfg, const char *ga
         if (!pace_shared_departed(r, cfg, &in[i].key, at, now_ms))
             out[n++] = in[i];
     }
+    /* The blind admissions go in first, the set full or not: the other
+     * gates must count them (else, back on the line, they see the slots
+     * free and fill them again). */
+    size_t blind = 0;
+    for (pace_link_t *l = r->joining.head; l && blind < cfg->max_joining; l = l->next) {
+        const pace_node_t *j = pace_by_order(l);
+        if (!j->blind || pace_age(now_ms, j->admitted_ms) >= cfg->join_timeout_ms)
+            continue;
+        bool have = false;
+        for (size_t i = 0; i < n && !have; i++)
+            have = !memcmp(&out[i].key, &j->key, sizeof j->key);
+        if (have)
+            continue;
+        out[n] = (pace_line_entry_t){.key = j->key, .admitted_wall = now_wall - (int64_t)pace_age(now_ms, j->admitted_ms)};
+        snprintf(out[n].gate, sizeof out[n].gate, "%s", gate);
+        n++;
+        blind++;
+        (*added)++;
+    }
     uint32_t o = 0;
     for (uint32_t i = 0; i < r->n_claims; i++) {
         pace_claim_t *c = &r->claims[i];
@@ -343,8 +413,10 @@ void pace_shared_written(pace_room_t *r, bool ok, uint64_t now_ms)
         r->claims[o++] = *c;
     }
     r->n_claims = o;
-    if (ok)
+    if (ok && r->write_failing) {
+        pace_settle_from(r, now_ms);
         r->write_failing = false;
+    }
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -376,6 +448,13 @@ bool pace_shared_pending(pace_room_t *r)
     bool any = false;
     for (uint32_t i = 0; i < r->n_claims && !any; i++)
         any = r->claims[i].state == PACE_CLAIM_PENDING;
+    if (!any) {
+        line_mode_t mode = pace_line_mode(r, clock_coarse_ms());
+        uint64_t unwritten = 0;
+        if (mode == LINE_SHARED || mode == LINE_SETTLE)
+            pace_shared_blind(r, &unwritten);
+        any = unwritten > 0;
+    }
     pthread_mutex_unlock(&r->lock);
     return any;
 }

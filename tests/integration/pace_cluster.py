@@ -13,7 +13,7 @@ it makes them Ready itself) are at most BOUND, and records the highest count.
 
 Writes a JSON summary to --out: admitted, ready, max_joining_seen, bound,
 seconds, violations. Exit 0 when every node is Ready within --limit seconds
-and no check failed. Bounded: N <= 250, limit <= 60 s, 10 s an answer."""
+and no check failed. Bounded: N <= 250, limit <= 120 s, 10 s an answer."""
 import argparse, http.client, json, os, random, ssl, sys, time
 from pace_node import fetch
 
@@ -29,7 +29,8 @@ ap.add_argument("--seed", type=int, default=26)
 ap.add_argument("--out", required=True)
 # The shared line (t_pace_shared.sh): a gate may be down a moment (killed and
 # restarted: its refused connections are retried elsewhere, not errors); the
-# admitted count goes to --progress after every step; with --leases NS the
+# admitted count goes to --progress after every step (the Ready count to
+# PROGRESS.ready); with --leases NS the
 # joining Lease is read at every check too: no address twice in it, and its
 # entries whose node is not Ready within the bound.
 ap.add_argument("--tolerate-down", action="store_true")
@@ -44,9 +45,31 @@ ap.add_argument("--leases")
 # Kendall's tau (tau-a) of the two orders and the most places a node is out.
 ap.add_argument("--retry", type=float, default=0)
 ap.add_argument("--arrive", type=float, default=0)
+# The load balancer's choice moved mid-run (t_pace_shared_outage.sh: every
+# node at one gate, then at all three): --ports-file names a file of the
+# ports, comma-separated, read again whenever it changes (it overrides
+# --ports once it exists). --join-scale F: every delay of a join (to the
+# CSR, the Node, Ready) times F, so more nodes are joining at once.
+ap.add_argument("--ports-file")
+ap.add_argument("--join-scale", type=float, default=1.0)
 a = ap.parse_args()
-assert 1 <= a.nodes <= 250 and 0 < a.limit <= 60 and 0 <= a.retry <= 10 and 0 <= a.arrive <= 30
+assert 1 <= a.nodes <= 250 and 0 < a.limit <= 120 and 0 <= a.retry <= 10 and 0 <= a.arrive <= 30
+assert 0.1 <= a.join_scale <= 10
 ports = [int(p) for p in a.ports.split(",")]
+ports_stamp = None
+
+
+def reread_ports():
+    global ports, ports_stamp
+    try:
+        st = os.stat(a.ports_file)
+    except OSError:
+        return
+    if (st.st_mtime_ns, st.st_size) != ports_stamp:
+        ports_stamp = (st.st_mtime_ns, st.st_size)
+        text = open(a.ports_file).read().strip()
+        if text:
+            ports = [int(p) for p in text.split(",")]
 rnd = random.Random(a.seed)
 
 ctx = ssl.create_default_context(cafile=a.ca)
@@ -151,6 +174,8 @@ while len(ready) < a.nodes and time.monotonic() - start < a.limit:
         askers = [i for _, i in askers]
     else:
         askers = rnd.sample(sorted(waiting), min(len(waiting), 8))
+    if a.ports_file:
+        reread_ports()
     for i in askers:
         asked = time.monotonic()
         first_ask.setdefault(i, asked)
@@ -168,18 +193,19 @@ while len(ready) < a.nodes and time.monotonic() - start < a.limit:
             check("node %d admitted" % i)
             # boot + kubelet, minutes in a real cluster, here 0.2-0.6 s to
             # its CSR, 0.3-1.2 s more to its Node, 0.3-1.2 s more to Ready
-            d1 = rnd.uniform(0.2, 0.6)
-            d2 = d1 + rnd.uniform(0.3, 1.2)
-            d3 = d2 + rnd.uniform(0.3, 1.2)
+            d1 = rnd.uniform(0.2, 0.6) * a.join_scale
+            d2 = d1 + rnd.uniform(0.3, 1.2) * a.join_scale
+            d3 = d2 + rnd.uniform(0.3, 1.2) * a.join_scale
             for d, kind in ((d1, "csr"), (d2, "register"), (d3, "ready")):
                 seq += 1
                 events.append((t + d, seq, kind, i))
         elif not (status == 503 and reason == "Paced"):
             errors.append([i, status, reason])
     if a.progress:
-        with open(a.progress + ".new", "w") as f:
-            f.write("%d\n" % len(admitted))
-        os.replace(a.progress + ".new", a.progress)
+        for path, count in ((a.progress, len(admitted)), (a.progress + ".ready", len(ready))):
+            with open(path + ".new", "w") as f:
+                f.write("%d\n" % count)
+            os.replace(path + ".new", path)
     time.sleep(0.05)
 
 def order_stats():

@@ -317,6 +317,21 @@ Test(pace_shared, wait_lease_names_and_micro_times)
     cr_assert_eq(pace_line_micro_ms("junk"), 0);
 }
 
+/* A Nodes view of n addresses (the caller fills them, then sorts). */
+static pace_view_t *nodes_view(bool trusted, size_t n)
+{
+    pace_view_t *v = calloc(1, sizeof *v);
+    v->trusted = trusted;
+    v->addrs = calloc(n + 1, sizeof *v->addrs);
+    v->n_addrs = n;
+    v->not_ready_created = calloc(1, sizeof(int64_t));
+    v->csr_created = calloc(1, sizeof(int64_t));
+    v->approver_created = calloc(1, sizeof(int64_t));
+    v->approved_other = calloc(1, sizeof *v->approved_other);
+    v->n_machines = -1;
+    return v;
+}
+
 /* One Ready Node listing both joining nodes' addresses frees the entry
  * at its first address only: before, both left the set and two more
  * nodes were admitted past max_joining. */
@@ -327,20 +342,195 @@ Test(pace_shared, a_node_frees_one_entry_whatever_addresses_it_lists)
     int j[] = {1, 2};
     uint64_t at[] = {1000, 1000};
     pace_room_set_shared(&r, view(j, at, 2, NULL, 0), 1000);
-    pace_view_t *v = calloc(1, sizeof *v);
-    v->trusted = true;
-    v->addrs = calloc(2, sizeof *v->addrs);
+    pace_view_t *v = nodes_view(true, 2);
     v->addrs[0] = (pace_view_addr_t){.key = key(1), .created = 2000, .ready = true, .node = 0, .primary = true};
     v->addrs[1] = (pace_view_addr_t){.key = key(2), .created = 2000, .ready = true, .node = 0, .primary = false};
-    v->n_addrs = 2;
     pace_view_sort_addrs(v);
-    v->not_ready_created = calloc(1, sizeof(int64_t));
-    v->csr_created = calloc(1, sizeof(int64_t));
-    v->approver_created = calloc(1, sizeof(int64_t));
-    v->approved_other = calloc(1, sizeof *v->approved_other);
-    v->n_machines = -1;
     pace_room_set_view(&r, v, 3000);
     cr_assert_eq(ask(&r, 3, 3000), PACE_CLAIM, "node 1's entry left");
     cr_assert_eq(ask(&r, 4, 3000), PACE_BUDGET, "node 2's did not: 1 live + 1 claim = 2");
+    pace_room_destroy(&r);
+}
+
+/* ---- the fallback: the set last seen, and the way back ------------------ */
+
+static pace_shared_t *failing(pace_shared_t *s)
+{
+    s->failing = true;
+    snprintf(s->why, sizeof s->why, "the shared line's Leases watch is failing: HTTP 503");
+    return s;
+}
+
+/* The hole of the first fallback (7 admitted of 6 through a 20 s
+ * outage): a gate with no joining node of its own counted R x 0 and
+ * admitted floor(M/R) on top of the other gates' entries. */
+Test(pace_shared, a_fallback_counts_the_set_it_saw_last)
+{
+    cfg.max_joining = 6;
+    pace_room_t r;
+    shared_room(&r);
+    int j[] = {1, 2, 3, 4};
+    uint64_t at[] = {1000, 1000, 1000, 1000};
+    pace_room_set_shared(&r, view(j, at, 4, NULL, 0), 1000);
+    pace_room_set_shared(&r, failing(view(j, at, 4, NULL, 0)), 2000);
+    cr_assert_eq(ask(&r, 5, 2000), PACE_BUDGET, "4 of 6 taken: floor(2 / 3) = 0 blind");
+    cr_assert_eq(ask(&r, 1, 2000), PACE_ADMITTED, "a node of the set has its slot");
+    cr_assert_eq(ask(&r, 5, 2000), PACE_BUDGET, "and it cost nothing more");
+    /* three of six: one blind admission (3 + 3 x 1 = 6) */
+    pace_room_set_shared(&r, failing(view(j, at, 3, NULL, 0)), 3000);
+    cr_assert_eq(ask(&r, 5, 3000), PACE_ADMITTED);
+    cr_assert_eq(ask(&r, 6, 3000), PACE_BUDGET);
+    pace_report_t rep;
+    cr_assert_eq(pace_report(&r, &cfg, 3000, false, &rep), 0);
+    cr_assert_not(rep.stats.line_shared);
+    cr_assert_eq(rep.stats.used, 6);
+    cr_assert_str_eq(rep.stats.line_why, "the shared line's Leases watch is failing: HTTP 503");
+    /* the set ages as the room does: join_timeout frees its entries */
+    cr_assert_eq(ask(&r, 6, 1000 + cfg.join_timeout_ms), PACE_ADMITTED);
+    pace_room_destroy(&r);
+}
+
+/* Back on the line, the blind admissions go into the set (the other
+ * gates must count them), and the room keeps to its share until
+ * PACE_SETTLE_MS after its return. */
+Test(pace_shared, blind_admissions_are_written_and_the_room_settles_after_its_return)
+{
+    cfg.max_joining = 6;
+    pace_room_t r;
+    shared_room(&r);
+    pace_room_set_shared(&r, view(NULL, NULL, 0, NULL, 0), 1000);
+    pace_room_set_shared(&r, failing(view(NULL, NULL, 0, NULL, 0)), 2000);
+    cr_assert_eq(ask(&r, 1, 2000), PACE_ADMITTED);
+    cr_assert_eq(ask(&r, 2, 2000), PACE_ADMITTED);
+    cr_assert_eq(ask(&r, 3, 2000), PACE_BUDGET, "its share: floor(6 / 3) = 2");
+    cr_assert_not(pace_shared_pending(&r), "nothing to write while the Leases fail");
+    /* the API is back: the set is as it was, without them */
+    uint64_t back = 30000;
+    pace_room_set_shared(&r, view(NULL, NULL, 0, NULL, 0), back);
+    cr_assert(pace_shared_pending(&r), "the blind admissions wait for a write");
+    cr_assert_eq(ask(&r, 3, back + 1000), PACE_BUDGET, "settling: still its share (0 + 3 x 2 = 6)");
+    pace_report_t rep;
+    cr_assert_eq(pace_report(&r, &cfg, back + 1000, false, &rep), 0);
+    cr_assert(rep.stats.line_shared, "settling is on the shared line");
+    cr_assert(strstr(rep.stats.line_why, "its own share"), "%s", rep.stats.line_why);
+    pace_line_entry_t out[16];
+    size_t added;
+    size_t n = pace_shared_plan(&r, &cfg, "g1", NULL, 0, 40000, back + 1000, out, &added);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(added, 2);
+    cr_assert_eq(out[0].admitted_wall, 40000 - (int64_t)(back + 1000 - 2000), "admitted when it was, on the wall");
+    pace_shared_written(&r, true, back + 1000);
+    /* the set shows them: nothing more to write, and once settled they
+     * count once, as every gate counts them */
+    int j[] = {1, 2};
+    uint64_t at[] = {2000, 2000};
+    pace_room_set_shared(&r, view(j, at, 2, NULL, 0), back + 2000);
+    cr_assert_not(pace_shared_pending(&r));
+    cr_assert_eq(ask(&r, 3, back + 2000), PACE_BUDGET, "settling: 2 + 3 x 2 counted");
+    cr_assert_eq(ask(&r, 3, back + PACE_SETTLE_MS), PACE_CLAIM, "settled: 2 of 6");
+    pace_room_destroy(&r);
+}
+
+/* Three rooms on one simulated joining Lease through an outage of the
+ * API: the nodes admitted whose slot has not run out (from their entry's
+ * time, or their blind admission) are never above M, before, during and
+ * after it, while the gates come back at different times. */
+Test(pace_shared, three_rooms_through_an_outage_never_above_max_joining)
+{
+    cfg.max_joining = 6;
+    cfg.join_timeout_ms = 40000;
+    enum { ROOMS = 3, NODES = 40 };
+    const uint64_t down = 100000, up = 160000;
+    pace_room_t rooms[ROOMS];
+    api_t api = {.version = 1}, cached[ROOMS];
+    for (int g = 0; g < ROOMS; g++) {
+        shared_room(&rooms[g]);
+        pace_room_set_shared(&rooms[g], view_of(&api), 0);
+        cached[g] = api;
+    }
+    srand(3434);
+    unsigned conflicts = 0, blind_admissions = 0, peak = 0;
+    bool seen[NODES] = {0}, was_back[ROOMS] = {0};
+    uint64_t slot[NODES] = {0};
+    for (uint64_t now = 1000; now < 500000; now += 500) {
+        bool outage = now >= down && now < up;
+        for (int k = 0; k < 8; k++) {
+            int i = rand() % NODES;
+            /* before the outage gate 0 takes most: the set is its */
+            int g = now < down && rand() % 5 ? 0 : rand() % ROOMS;
+            if (seen[i])
+                continue;
+            if (ask(&rooms[g], i, now) != PACE_ADMITTED)
+                continue;
+            seen[i] = true;
+            slot[i] = now;
+            addrset_key_t ki = key(i);
+            for (size_t e = 0; e < api.n; e++)
+                if (!memcmp(&api.e[e].key, &ki, sizeof ki))
+                    slot[i] = (uint64_t)api.e[e].admitted_wall;
+            blind_admissions += outage;
+        }
+        unsigned a = 0;
+        for (int i = 0; i < NODES; i++)
+            a += seen[i] && now - slot[i] < cfg.join_timeout_ms;
+        peak = a > peak ? a : peak;
+        cr_assert_leq(a, cfg.max_joining, "A <= M at %llu: %u", (unsigned long long)now, a);
+        for (int g = 0; g < ROOMS; g++) {
+            bool back = now >= up + (uint64_t)g * 2000;
+            if (now == down) {
+                pace_room_set_shared(&rooms[g], failing(view_of(&cached[g])), now);
+            } else if (back && !was_back[g]) {
+                was_back[g] = true;
+                cached[g] = api;
+                pace_room_set_shared(&rooms[g], view_of(&api), now);
+            }
+            if (!pace_shared_pending(&rooms[g]))
+                continue;
+            if (now >= down && !back) {
+                pace_line_entry_t out[64];
+                size_t added;
+                pace_shared_plan(&rooms[g], &cfg, "g", cached[g].e, cached[g].n, (int64_t)now, now, out, &added);
+                pace_shared_written(&rooms[g], false, now);
+                pace_room_write_failing(&rooms[g], "HTTP 503");
+                continue;
+            }
+            char gate[8];
+            snprintf(gate, sizeof gate, "g%d", g);
+            write_claims(&rooms[g], gate, &api, &cached[g], now, &conflicts);
+        }
+        for (int g = 0; g < ROOMS; g++)
+            if ((now < down || now >= up + (uint64_t)g * 2000) && rand() % 3 == 0) {
+                cached[g] = api;
+                pace_room_set_shared(&rooms[g], view_of(&api), now);
+            }
+    }
+    cr_assert_gt(blind_admissions, 0, "nobody was admitted blind: the outage tested nothing");
+    cr_assert_eq(peak, cfg.max_joining, "the budget was used");
+    for (int i = 0; i < NODES; i++)
+        cr_assert(seen[i], "node %d was never admitted", i);
+    for (int g = 0; g < ROOMS; g++)
+        pace_room_destroy(&rooms[g]);
+}
+
+/* Through an outage the Nodes watch fails too: the entries whose Nodes
+ * it saw Ready stay gone (counted live, they took the fallback's slots
+ * for join_timeout), and those it did not see Ready stay. */
+Test(pace_shared, a_fallback_keeps_the_departures_its_view_saw)
+{
+    cfg.max_joining = 6;
+    pace_room_t r;
+    shared_room(&r);
+    int j[] = {1, 2, 3, 4, 5, 6};
+    uint64_t at[] = {1000, 1000, 1000, 1000, 1000, 1000};
+    pace_room_set_shared(&r, view(j, at, 6, NULL, 0), 1000);
+    pace_view_t *v = nodes_view(false, 3);
+    for (int i = 0; i < 3; i++)
+        v->addrs[i] = (pace_view_addr_t){.key = key(i + 1), .created = 2000, .ready = true, .node = (uint32_t)i,
+                                         .primary = true};
+    pace_view_sort_addrs(v);
+    pace_room_set_view(&r, v, 3000);
+    pace_room_set_shared(&r, failing(view(j, at, 6, NULL, 0)), 3000);
+    cr_assert_eq(ask(&r, 7, 3000), PACE_ADMITTED, "3 left of 6: floor(3 / 3) = 1 blind");
+    cr_assert_eq(ask(&r, 8, 3000), PACE_BUDGET);
     pace_room_destroy(&r);
 }

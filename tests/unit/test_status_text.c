@@ -225,6 +225,33 @@ Test(status_text, pacing_blind_says_why)
     free(text);
 }
 
+/* The shared line: on it, settling after a fallback (its why under it),
+ * and off it (issue 34). */
+Test(status_text, the_shared_line_on_settling_and_off)
+{
+    json_t *on = json_pack("{s:i, s:i, s:i, s:i, s:[], s:s, s:n, s:i, s:i, s:i}", "joining", 2, "waiting", 3,
+                           "admittedTotal", 2, "joinTimeouts", 0, "line", "lineMode", "api", "lineWhy",
+                           "sharedJoining", 4, "sharedWaiting", 3, "claimsInFlight", 1);
+    char *text = pace_text(json_deep_copy(on));
+    cr_assert_not_null(strstr(text, "  line:      shared (the pace-line Leases): 4 joining, 3 waiting, 1 claims in "
+                                    "flight\n"), "%s", text);
+    cr_assert_null(strstr(text, "back on the shared line"), "%s", text);
+    free(text);
+    json_object_set_new(on, "lineWhy", json_string("back on the shared line after a fallback: this gate keeps to "
+                                                   "its own share of the slots for 8000 ms more"));
+    text = pace_text(json_deep_copy(on));
+    cr_assert_not_null(strstr(text, "1 claims in flight\n             back on the shared line after a fallback: "
+                                    "this gate keeps to its own share of the slots for 8000 ms more\n"), "%s", text);
+    free(text);
+    json_object_set_new(on, "lineMode", json_string("local"));
+    json_object_set_new(on, "lineWhy", json_string("the shared line's Leases watch is failing: HTTP 503"));
+    text = pace_text(on);
+    cr_assert_not_null(strstr(text, "  line:      the gate's own, not the shared one: the shared line's Leases "
+                                    "watch is failing: HTTP 503\n"), "%s", text);
+    cr_assert_null(strstr(text, "pace-line Leases"), "%s", text);
+    free(text);
+}
+
 /* /held's pace.protection in words: what protects the line, or that
  * nothing does (issue 31 item 2); a gate before the field says nothing. */
 Test(status_text, what_protects_the_line)
