@@ -49,13 +49,17 @@ ap.add_argument("--arrive", type=float, default=0)
 # node at one gate, then at all three): --ports-file names a file of the
 # ports, comma-separated, read again whenever it changes (it overrides
 # --ports once it exists). --join-scale F: every delay of a join (to the
-# CSR, the Node, Ready) times F, so more nodes are joining at once.
+# CSR, the Node, Ready) times F, so more nodes are joining at once; or
+# F1,F2,...: by the gate that admitted the node, in --ports' order (one
+# replica's nodes registering and turning Ready first).
 ap.add_argument("--ports-file")
-ap.add_argument("--join-scale", type=float, default=1.0)
+ap.add_argument("--join-scale", default="1")
 a = ap.parse_args()
 assert 1 <= a.nodes <= 250 and 0 < a.limit <= 120 and 0 <= a.retry <= 10 and 0 <= a.arrive <= 30
-assert 0.1 <= a.join_scale <= 10
 ports = [int(p) for p in a.ports.split(",")]
+scales = [float(f) for f in a.join_scale.split(",")]
+assert len(scales) in (1, len(ports)) and all(0.1 <= f <= 10 for f in scales)
+join_scale = {p: scales[k if len(scales) > 1 else 0] for k, p in enumerate(ports)}
 ports_stamp = None
 
 
@@ -181,8 +185,9 @@ while len(ready) < a.nodes and time.monotonic() - start < a.limit:
         first_ask.setdefault(i, asked)
         if a.retry:
             next_ask[i] = max(next_ask[i] + a.retry, asked)
+        port = rnd.choice(ports)
         try:
-            status, reason = ask(i, rnd.choice(ports))
+            status, reason = ask(i, port)
         except OSError:
             if not a.tolerate_down:
                 raise
@@ -193,9 +198,10 @@ while len(ready) < a.nodes and time.monotonic() - start < a.limit:
             check("node %d admitted" % i)
             # boot + kubelet, minutes in a real cluster, here 0.2-0.6 s to
             # its CSR, 0.3-1.2 s more to its Node, 0.3-1.2 s more to Ready
-            d1 = rnd.uniform(0.2, 0.6) * a.join_scale
-            d2 = d1 + rnd.uniform(0.3, 1.2) * a.join_scale
-            d3 = d2 + rnd.uniform(0.3, 1.2) * a.join_scale
+            f = join_scale.get(port, scales[0])
+            d1 = rnd.uniform(0.2, 0.6) * f
+            d2 = d1 + rnd.uniform(0.3, 1.2) * f
+            d3 = d2 + rnd.uniform(0.3, 1.2) * f
             for d, kind in ((d1, "csr"), (d2, "register"), (d3, "ready")):
                 seq += 1
                 events.append((t + d, seq, kind, i))
