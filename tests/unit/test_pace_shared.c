@@ -494,7 +494,7 @@ Test(pace_shared, three_rooms_through_an_outage_never_above_max_joining)
                 pace_room_write_failing(&rooms[g], "HTTP 503");
                 continue;
             }
-            char gate[8];
+            char gate[16];
             snprintf(gate, sizeof gate, "g%d", g);
             write_claims(&rooms[g], gate, &api, &cached[g], now, &conflicts);
         }
