@@ -222,6 +222,16 @@ static pace_shared_t *view_of(const api_t *api)
     return s;
 }
 
+/* n rooms on the shared line, each having listed the empty set api. */
+static void rooms_on_one_set(pace_room_t *rooms, int n, const api_t *api, api_t *cached)
+{
+    for (int g = 0; g < n; g++) {
+        shared_room(&rooms[g]);
+        pace_room_set_shared(&rooms[g], view_of(api), 0);
+        cached[g] = *api;
+    }
+}
+
 static size_t live(const api_t *api, uint64_t now)
 {
     size_t n = 0;
@@ -237,11 +247,7 @@ Test(pace_shared, three_rooms_one_set_never_above_max_joining_under_conflicts)
     enum { ROOMS = 3, NODES = 30 };
     pace_room_t rooms[ROOMS];
     api_t api = {.version = 1}, cached[ROOMS];
-    for (int g = 0; g < ROOMS; g++) {
-        shared_room(&rooms[g]);
-        pace_room_set_shared(&rooms[g], view_of(&api), 0);
-        cached[g] = api;
-    }
+    rooms_on_one_set(rooms, ROOMS, &api, cached);
     srand(34);
     unsigned conflicts = 0, admitted_ever = 0;
     bool seen[NODES] = {0};
@@ -443,11 +449,7 @@ Test(pace_shared, three_rooms_through_an_outage_never_above_max_joining)
     const uint64_t down = 100000, up = 160000;
     pace_room_t rooms[ROOMS];
     api_t api = {.version = 1}, cached[ROOMS];
-    for (int g = 0; g < ROOMS; g++) {
-        shared_room(&rooms[g]);
-        pace_room_set_shared(&rooms[g], view_of(&api), 0);
-        cached[g] = api;
-    }
+    rooms_on_one_set(rooms, ROOMS, &api, cached);
     srand(3434);
     unsigned conflicts = 0, blind_admissions = 0, peak = 0;
     bool seen[NODES] = {0}, was_back[ROOMS] = {0};
