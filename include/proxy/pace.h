@@ -295,10 +295,13 @@ void pace_room_write_failing(pace_room_t *r, const char *why);
  * join_timeout), then this gate's blind admissions the set lacks (up to
  * max_joining of them: they are admitted already, so whatever the set
  * holds), then the pending claims added while the set stays within
- * max_joining (those become WRITING); out holds max_joining + n_in
- * entries at least. Returns the entries in out; *added what it added. */
+ * max_joining (those become WRITING), never more than out_cap (>= n_in:
+ * the writer sized it on the max_joining it started with, and a reload
+ * may raise the room's). Returns the entries in out; *added what it
+ * added. */
 size_t pace_shared_plan(pace_room_t *r, const config_pace_t *cfg, const char *gate, const pace_line_entry_t *in,
-                        size_t n_in, int64_t now_wall, uint64_t now_ms, pace_line_entry_t *out, size_t *added);
+                        size_t n_in, int64_t now_wall, uint64_t now_ms, pace_line_entry_t *out, size_t out_cap,
+                        size_t *added);
 /* The update's outcome: written (the claims stay counted until the
  * Leases show them), or not (they are dropped: their nodes claim again). */
 void pace_shared_written(pace_room_t *r, bool ok, uint64_t now_ms);

@@ -42,7 +42,7 @@ typedef struct pace_line_ops {
     void (*publish)(void *arg, pace_shared_t *s);
     /* The room's plan on the joining Lease as read (pace_shared_plan). */
     size_t (*plan)(void *arg, const char *gate, const pace_line_entry_t *in, size_t n_in, int64_t now_wall,
-                   pace_line_entry_t *out, size_t *added);
+                   pace_line_entry_t *out, size_t out_cap, size_t *added);
     void (*written)(void *arg, bool ok);
     /* The writer fails (why), or writes again (NULL). */
     void (*failing)(void *arg, const char *why);

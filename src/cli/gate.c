@@ -88,10 +88,11 @@ static void gate_line_publish(void *arg, pace_shared_t *s)
 }
 
 static size_t gate_line_plan(void *arg, const char *gate, const pace_line_entry_t *in, size_t n_in, int64_t now_wall,
-                             pace_line_entry_t *out, size_t *added)
+                             pace_line_entry_t *out, size_t out_cap, size_t *added)
 {
     gate_t *g = arg;
-    return pace_shared_plan(&g->pace, &g->cfg->pace, gate, in, n_in, now_wall, clock_coarse_ms(), out, added);
+    return pace_shared_plan(&g->pace, &g->cfg->pace, gate, in, n_in, now_wall, clock_coarse_ms(), out, out_cap,
+                            added);
 }
 
 static void gate_line_written(void *arg, bool ok)

@@ -340,13 +340,14 @@ pace_decision_t pace_decide_shared(pace_room_t *r, const config_pace_t *cfg, pac
 }
 
 size_t pace_shared_plan(pace_room_t *r, const config_pace_t *cfg, const char *gate, const pace_line_entry_t *in,
-                        size_t n_in, int64_t now_wall, uint64_t now_ms, pace_line_entry_t *out, size_t *added)
+                        size_t n_in, int64_t now_wall, uint64_t now_ms, pace_line_entry_t *out, size_t out_cap,
+                        size_t *added)
 {
     pthread_mutex_lock(&r->lock);
     size_t n = 0;
     *added = 0;
     int64_t to_room = (int64_t)now_ms - now_wall;
-    for (size_t i = 0; i < n_in; i++) {
+    for (size_t i = 0; i < n_in && n < out_cap; i++) {
         uint64_t at = (uint64_t)(in[i].admitted_wall + to_room);
         if (in[i].admitted_wall + to_room < 0)
             at = 0;
@@ -357,7 +358,7 @@ size_t pace_shared_plan(pace_room_t *r, const config_pace_t *cfg, const char *ga
      * gates must count them (else, back on the line, they see the slots
      * free and fill them again). */
     size_t blind = 0;
-    for (pace_link_t *l = r->joining.head; l && blind < cfg->max_joining; l = l->next) {
+    for (pace_link_t *l = r->joining.head; l && blind < cfg->max_joining && n < out_cap; l = l->next) {
         const pace_node_t *j = pace_by_order(l);
         if (!j->blind || pace_age(now_ms, j->admitted_ms) >= cfg->join_timeout_ms)
             continue;
@@ -381,7 +382,7 @@ size_t pace_shared_plan(pace_room_t *r, const config_pace_t *cfg, const char *ga
                 have = !memcmp(&out[j].key, &c->key, sizeof c->key);
             if (have) {
                 c->state = PACE_CLAIM_WRITTEN;     /* another gate claimed it first */
-            } else if (n < cfg->max_joining) {
+            } else if (n < cfg->max_joining && n < out_cap) {
                 out[n] = (pace_line_entry_t){.key = c->key, .admitted_wall = now_wall};
                 snprintf(out[n].gate, sizeof out[n].gate, "%s", gate);
                 n++;

@@ -368,14 +368,15 @@ static bool write_joining(pace_line_t *l)
     for (const char *p = text; p && *p; p++)
         cap += *p == '\n';
     pace_line_entry_t *in = calloc(cap, sizeof *in);
-    pace_line_entry_t *out = calloc(cap + l->cfg->pace.max_joining + 1, sizeof *out);
+    size_t out_cap = cap + l->cfg->pace.max_joining + 1;
+    pace_line_entry_t *out = calloc(out_cap, sizeof *out);
     if (!in || !out) {
         free(in);
         free(out);
         return false;
     }
     size_t bad = 0, n_in = text ? pace_shared_parse_joining(text, in, cap, &bad) : 0, added = 0;
-    size_t n = l->ops.plan(l->arg, l->gate, in, n_in, wall_now(), out, &added);
+    size_t n = l->ops.plan(l->arg, l->gate, in, n_in, wall_now(), out, out_cap, &added);
     free(in);
     if (!added) {
         free(out);

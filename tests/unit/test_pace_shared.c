@@ -113,7 +113,7 @@ Test(pace_shared, claims_in_flight_count_until_the_set_shows_them)
     /* the writer's plan takes both, one update */
     pace_line_entry_t out[8];
     size_t added;
-    size_t n = pace_shared_plan(&r, &cfg, "g1", NULL, 0, 3000, 3000, out, &added);
+    size_t n = pace_shared_plan(&r, &cfg, "g1", NULL, 0, 3000, 3000, out, 8, &added);
     cr_assert_eq(n, 2);
     cr_assert_eq(added, 2);
     cr_assert_str_eq(out[0].gate, "g1");
@@ -140,7 +140,7 @@ Test(pace_shared, a_failed_update_drops_the_claims_and_falls_back_blind)
     cr_assert_eq(ask(&r, 1, 1000), PACE_CLAIM);
     pace_line_entry_t out[8];
     size_t added;
-    pace_shared_plan(&r, &cfg, "g1", NULL, 0, 1000, 1000, out, &added);
+    pace_shared_plan(&r, &cfg, "g1", NULL, 0, 1000, 1000, out, 8, &added);
     pace_shared_written(&r, false, 1000);
     pace_room_write_failing(&r, "conflicts did not settle");
     /* blind: floor(M/R) = 0 of 2 for 3 replicas... with M 6: 2 each */
@@ -189,7 +189,7 @@ static int write_claims(pace_room_t *r, const char *gate, api_t *api, const api_
     for (int tries = 0; tries < 3; tries++) {
         pace_line_entry_t out[128];
         size_t added;
-        size_t n = pace_shared_plan(r, &cfg, gate, read.e, read.n, (int64_t)now, now, out, &added);
+        size_t n = pace_shared_plan(r, &cfg, gate, read.e, read.n, (int64_t)now, now, out, 128, &added);
         if (!added) {
             pace_shared_written(r, true, now);
             return 0;
@@ -421,7 +421,7 @@ Test(pace_shared, blind_admissions_are_written_and_the_room_settles_after_its_re
     cr_assert(strstr(rep.stats.line_why, "its own share"), "%s", rep.stats.line_why);
     pace_line_entry_t out[16];
     size_t added;
-    size_t n = pace_shared_plan(&r, &cfg, "g1", NULL, 0, 40000, back + 1000, out, &added);
+    size_t n = pace_shared_plan(&r, &cfg, "g1", NULL, 0, 40000, back + 1000, out, 16, &added);
     cr_assert_eq(n, 2);
     cr_assert_eq(added, 2);
     cr_assert_eq(out[0].admitted_wall, 40000 - (int64_t)(back + 1000 - 2000), "admitted when it was, on the wall");
@@ -491,7 +491,8 @@ Test(pace_shared, three_rooms_through_an_outage_never_above_max_joining)
             if (now >= down && !back) {
                 pace_line_entry_t out[64];
                 size_t added;
-                pace_shared_plan(&rooms[g], &cfg, "g", cached[g].e, cached[g].n, (int64_t)now, now, out, &added);
+                pace_shared_plan(&rooms[g], &cfg, "g", cached[g].e, cached[g].n, (int64_t)now, now, out, 64,
+                                 &added);
                 pace_shared_written(&rooms[g], false, now);
                 pace_room_write_failing(&rooms[g], "HTTP 503");
                 continue;
@@ -534,5 +535,24 @@ Test(pace_shared, a_fallback_keeps_the_departures_its_view_saw)
     pace_room_set_shared(&r, failing(view(j, at, 6, NULL, 0)), 3000);
     cr_assert_eq(ask(&r, 7, 3000), PACE_ADMITTED, "3 left of 6: floor(3 / 3) = 1 blind");
     cr_assert_eq(ask(&r, 8, 3000), PACE_BUDGET);
+    pace_room_destroy(&r);
+}
+
+/* The writer sizes its plan on the max_joining it started with; a reload
+ * may raise the room's (pace.max_joining reloads, pace.line does not):
+ * the plan stops at the room it was given. */
+Test(pace_shared, a_plan_never_writes_past_the_room_it_was_given)
+{
+    cfg.max_joining = 64;
+    pace_room_t r;
+    shared_room(&r);
+    pace_room_set_shared(&r, view(NULL, NULL, 0, NULL, 0), 1000);
+    for (int i = 1; i <= 20; i++)
+        cr_assert_eq(ask(&r, i, 1000), PACE_CLAIM);
+    pace_line_entry_t *out = calloc(4, sizeof *out);
+    size_t added;
+    cr_assert_eq(pace_shared_plan(&r, &cfg, "g1", NULL, 0, 1000, 1000, out, 4, &added), 4);
+    cr_assert_eq(added, 4);
+    free(out);
     pace_room_destroy(&r);
 }
