@@ -12,6 +12,11 @@
 #include "core/addrset.h"
 #include "core/pace_view.h"
 
+/* A writer that failed (conflicts unsettled, errors) leaves the room
+ * counting blind this long, then it claims again; the writer runs again
+ * at its end (source/pace_line.c), to write what was admitted blind. */
+#define PACE_WRITE_FALLBACK_MS 5000
+
 /* The joining set and the line as the skewgate.openshift.io/pace-line
  * Leases show them: built on the main thread (source/pace_line.c), handed
  * over with pace_room_set_shared. Times on the room's clock

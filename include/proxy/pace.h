@@ -158,17 +158,17 @@ typedef struct pace_room {
     uint64_t write_fail_ms;
     char write_why[PACE_VIEW_WHY_LEN];
     uint64_t settle_until_ms;       /* back from a fallback: its own share until then (PACE_SETTLE_MS) */
+    uint64_t shared_since_ms;       /* on the shared line since (pace_room_use_shared) */
 } pace_room_t;
 
-/* A writer that failed (conflicts unsettled, errors) leaves the room
- * counting blind this long, then it claims again. */
-#define PACE_WRITE_FALLBACK_MS 5000
 /* Back on the shared line after a fallback, a room keeps to its share
- * this long: the other gates blind through the same outage are back (a
- * failing Leases list is retried every 2 s at most) and have written
- * what they admitted blind within a few seconds; until then the set
- * lacks it (docs/internals.md, "The fallback"). */
-#define PACE_SETTLE_MS 10000
+ * this long: by then the other gates blind through the same outage are
+ * back and have written what they admitted blind (until then the set
+ * lacks it): a failing Leases list is retried every 2 s at most, a list
+ * may hang 30 s before it is given up (the reflector's LIST_IDLE_MS),
+ * and a write in flight 10 s (PACE_LINE_IDLE_MS): 42 s at worst
+ * (docs/internals.md, "The way back"). */
+#define PACE_SETTLE_MS 45000
 /* A claim or a wait Lease written that the Leases do not show this long
  * after is dropped (its node claims again, or is queued again). */
 #define PACE_CLAIM_STALE_MS 30000
@@ -308,6 +308,6 @@ void pace_shared_written(pace_room_t *r, bool ok, uint64_t now_ms);
 /* Takes the waiters queued (the caller frees *out); their number. */
 uint32_t pace_shared_take_waiters(pace_room_t *r, pace_claim_t **out);
 /* Whether claims, or blind admissions the set lacks, wait for a write. */
-bool pace_shared_pending(pace_room_t *r);
+bool pace_shared_pending(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms);
 
 #endif

@@ -124,7 +124,7 @@ static size_t gate_line_take_waiters(void *arg, pace_line_entry_t **out)
 static bool gate_line_pending(void *arg)
 {
     gate_t *g = arg;
-    return pace_shared_pending(&g->pace);
+    return pace_shared_pending(&g->pace, &g->cfg->pace, clock_coarse_ms());
 }
 
 pace_line_t *gate_new_pace_line(gate_t *g, config_t *cfg, char *err, size_t errlen)

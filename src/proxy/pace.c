@@ -237,31 +237,45 @@ bool pace_trusted(const pace_room_t *r)
 }
 
 
-line_mode_t pace_line_mode(const pace_room_t *r, uint64_t now_ms)
+/* cfg NULL: a caller that asks whether the line can be written only
+ * (a gate that never listed is in sync for it). */
+line_mode_t pace_line_mode(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
     if (!r->line_api)
         return LINE_LOCAL;
+    /* Never listed: what the set holds is not known, so nobody is
+     * admitted (a gate restarted during an outage admitted floor(M/R) on
+     * top of a full set); once join_timeout has passed since it started,
+     * every entry the set held then has left, and a failing list falls
+     * back as any other (the Leases 403 from the start: the Role is
+     * missing). */
+    if (!r->shared || !r->shared->listed) {
+        bool blind_ok = cfg && r->shared && r->shared->failing &&
+                        pace_age(now_ms, r->shared_since_ms) >= cfg->join_timeout_ms;
+        return blind_ok ? LINE_FALLBACK : LINE_SYNC;
+    }
     bool write_failing = r->write_failing && pace_age(now_ms, r->write_fail_ms) < PACE_WRITE_FALLBACK_MS;
-    if ((r->shared && r->shared->failing) || write_failing)
+    if (r->shared->failing || write_failing)
         return LINE_FALLBACK;
-    if (!r->shared || !r->shared->listed)
-        return LINE_SYNC;
-    /* A failed write's fallback lapsed without a write since: it settles
-     * from the lapse. */
+    return pace_settle_left(r, now_ms) ? LINE_SETTLE : LINE_SHARED;
+}
+
+/* How long the room settles still (0: it does not); a failed write's
+ * fallback that lapsed without a write since settles from the lapse. */
+uint64_t pace_settle_left(const pace_room_t *r, uint64_t now_ms)
+{
     uint64_t settle = r->settle_until_ms;
     if (r->write_failing && r->write_fail_ms + PACE_WRITE_FALLBACK_MS + PACE_SETTLE_MS > settle)
         settle = r->write_fail_ms + PACE_WRITE_FALLBACK_MS + PACE_SETTLE_MS;
-    return now_ms < settle ? LINE_SETTLE : LINE_SHARED;
+    return settle > now_ms ? settle - now_ms : 0;
 }
 
-/* The shared line is usable again after a fallback (the Leases listed,
- * or written): the room settles from now. */
+/* The shared line is usable again after a fallback (the Leases listed
+ * again, or written): the room settles from now. */
 void pace_settle_from(pace_room_t *r, uint64_t now_ms)
 {
-    uint64_t lapse = r->write_failing ? r->write_fail_ms + PACE_WRITE_FALLBACK_MS : now_ms;
-    uint64_t from = lapse < now_ms ? lapse : now_ms;
-    if (from + PACE_SETTLE_MS > r->settle_until_ms)
-        r->settle_until_ms = from + PACE_SETTLE_MS;
+    if (now_ms + PACE_SETTLE_MS > r->settle_until_ms)
+        r->settle_until_ms = now_ms + PACE_SETTLE_MS;
 }
 
 /* The Node born for joining node n: the newest Node of its address,
@@ -323,7 +337,7 @@ uint64_t pace_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_
      * with few of its own admitted floor(M/R) on top of them (7 admitted
      * of 6 through a 20 s outage). A Node seen does not say whose
      * admission it was, so the rest is blind. */
-    line_mode_t mode = pace_line_mode(r, now_ms);
+    line_mode_t mode = pace_line_mode(r, cfg, now_ms);
     if (mode == LINE_FALLBACK || mode == LINE_SETTLE)
         return pace_shared_blind_used(r, cfg, now_ms);
     if (!pace_trusted(r))
@@ -545,7 +559,7 @@ pace_decision_t pace_decide(pace_room_t *r, const config_pace_t *cfg, const stru
         pthread_mutex_unlock(&r->lock);
         return d;
     }
-    line_mode_t mode = pace_line_mode(r, now_ms);
+    line_mode_t mode = pace_line_mode(r, cfg, now_ms);
     if (mode == LINE_SHARED || mode == LINE_SYNC) {
         if (mode == LINE_SHARED) {
             d = pace_decide_shared(r, cfg, n, &k, pool, now_ms);
@@ -584,8 +598,8 @@ pace_decision_t pace_decide(pace_room_t *r, const config_pace_t *cfg, const stru
         d.cause = PACE_TURN;
     else if (!(n = pace_admit(r, n, &k, pool, now_ms)))
         d.cause = PACE_ROOM;            /* out of memory: it cannot be counted, so it waits */
-    else
-        n->blind = r->line_api;         /* the fallback's: the writer adds it to the set */
+    else if ((n->blind = r->line_api))
+        pace_ring(r);                   /* the fallback's: the writer adds it to the set */
     if (d.cause != PACE_ADMITTED) {
         if (n) {
             pace_touch(r, n, pool, now_ms);

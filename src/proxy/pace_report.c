@@ -63,7 +63,7 @@ int pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool 
                          .replicas = cfg->replicas};
     memcpy(st->join_buckets, r->join_buckets, sizeof st->join_buckets);
     memcpy(st->paced_total, r->paced_total, sizeof st->paced_total);
-    line_mode_t mode = pace_line_mode(r, now_ms);
+    line_mode_t mode = pace_line_mode(r, cfg, now_ms);
     st->line_configured = r->line_api;
     st->line_shared = mode == LINE_SHARED || mode == LINE_SETTLE;
     st->claims = r->n_claims;
@@ -78,7 +78,7 @@ int pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool 
         snprintf(st->line_why, sizeof st->line_why,
                  "back on the shared line after a fallback: this gate keeps to its own share of the slots for "
                  "%llu ms more, while the other gates write what they admitted blind",
-                 (unsigned long long)(r->settle_until_ms > now_ms ? r->settle_until_ms - now_ms : 0));
+                 (unsigned long long)pace_settle_left(r, now_ms));
     } else if (mode == LINE_SYNC) {
         snprintf(st->line_why, sizeof st->line_why,
                  "the shared line's Leases have not been listed since the gate started: every node waits (sync)");

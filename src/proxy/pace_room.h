@@ -22,8 +22,9 @@ void pace_leave_line(pace_room_t *r, pace_node_t *n);
 uint64_t pace_age(uint64_t now_ms, uint64_t t);
 void pace_expire(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms);
 bool pace_trusted(const pace_room_t *r);
-line_mode_t pace_line_mode(const pace_room_t *r, uint64_t now_ms);
+line_mode_t pace_line_mode(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms);
 void pace_settle_from(pace_room_t *r, uint64_t now_ms);
+uint64_t pace_settle_left(const pace_room_t *r, uint64_t now_ms);
 uint32_t pace_young_not_ready(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms);
 uint32_t pace_csrs_within(const pace_room_t *r, uint64_t window_ms, uint64_t now_ms);
 uint32_t pace_pending_csrs(const pace_room_t *r, uint64_t now_ms);
@@ -39,6 +40,7 @@ uint32_t pace_enqueue(pace_room_t *r, const config_pace_t *cfg, const addrset_ke
 void pace_touch(pace_room_t *r, pace_node_t *n, const char *pool, uint64_t now_ms);
 uint64_t pace_shared_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms);
 uint64_t pace_shared_blind_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms);
+void pace_ring(pace_room_t *r);
 bool pace_shared_live(const pace_room_t *r, const config_pace_t *cfg, const addrset_key_t *k, uint64_t now_ms);
 uint32_t pace_shared_free_slots(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool *rate);
 pace_decision_t pace_decide_shared(pace_room_t *r, const config_pace_t *cfg, pace_node_t *n, const addrset_key_t *k,

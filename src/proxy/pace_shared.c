@@ -115,6 +115,7 @@ void pace_room_use_shared(pace_room_t *r, wakeup_t *bell)
 {
     pthread_mutex_lock(&r->lock);
     r->line_api = true;
+    r->shared_since_ms = clock_coarse_ms();
     r->bell = bell;
     pthread_mutex_unlock(&r->lock);
 }
@@ -144,7 +145,7 @@ void pace_room_set_shared(pace_room_t *r, pace_shared_t *s, uint64_t now_ms)
     }
     free(seen);
     if (old && old->failing && s && !s->failing)
-        pace_settle_from(r, now_ms);
+        pace_settle_from(r, now_ms);    /* from the return itself, whatever a write did before */
     r->shared = s;
     pace_shared_free(old);
     /* Nodes this gate kept waiting that another gate admitted: they have
@@ -184,19 +185,31 @@ static uint64_t pace_shared_live_entries(const pace_room_t *r, const config_pace
     return live;
 }
 
-/* This gate's blind admissions (still joining), and of them those the
- * set does not show (*unwritten). */
-static uint64_t pace_shared_blind(const pace_room_t *r, uint64_t *unwritten)
+/* This gate's blind admissions that have not left (still joining, not
+ * seen Ready by the view: the rule the set's entries follow), and of
+ * them those the set does not show (*unwritten). */
+static uint64_t pace_shared_blind(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms,
+                                  uint64_t *unwritten)
 {
     uint64_t n = 0;
     *unwritten = 0;
     for (const pace_link_t *l = r->joining.head; l; l = l->next) {
         const pace_node_t *j = (const pace_node_t *)((const char *)l - offsetof(pace_node_t, order));
-        if (!j->blind)
+        if (!j->blind || pace_shared_departed(r, cfg, &j->key, j->admitted_ms, now_ms))
             continue;
         n++;
         *unwritten += !pace_shared_find(r->shared, &j->key);
     }
+    return n;
+}
+
+/* This gate's claims the set does not show (in flight, or written and
+ * not delivered by the watch yet). */
+static uint64_t pace_shared_claims_unseen(const pace_room_t *r)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < r->n_claims; i++)
+        n += !pace_shared_find(r->shared, &r->claims[i].key);
     return n;
 }
 
@@ -205,11 +218,8 @@ static uint64_t pace_shared_blind(const pace_room_t *r, uint64_t *unwritten)
 uint64_t pace_shared_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
     uint64_t unwritten;
-    pace_shared_blind(r, &unwritten);
-    uint64_t used = pace_shared_live_entries(r, cfg, now_ms) + unwritten;
-    for (uint32_t i = 0; i < r->n_claims; i++)
-        used += !pace_shared_find(r->shared, &r->claims[i].key);
-    return used;
+    pace_shared_blind(r, cfg, now_ms, &unwritten);
+    return pace_shared_live_entries(r, cfg, now_ms) + unwritten + pace_shared_claims_unseen(r);
 }
 
 /* Blind (pace_used, in fallback and settle): the set as this gate saw it
@@ -223,9 +233,11 @@ uint64_t pace_shared_used(const pace_room_t *r, const config_pace_t *cfg, uint64
 uint64_t pace_shared_blind_used(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
     uint64_t replicas = cfg->replicas ? cfg->replicas : 1, unwritten;
-    uint64_t blind = pace_shared_blind(r, &unwritten), written = blind - unwritten;
+    uint64_t blind = pace_shared_blind(r, cfg, now_ms, &unwritten), written = blind - unwritten;
     uint64_t live = pace_shared_live_entries(r, cfg, now_ms);
-    return (live > written ? live - written : 0) + replicas * blind;
+    /* its claims the set does not show count too: written, they are in
+     * the set the others see */
+    return (live > written ? live - written : 0) + replicas * blind + pace_shared_claims_unseen(r);
 }
 
 uint32_t pace_shared_free_slots(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool *rate)
@@ -244,7 +256,7 @@ uint32_t pace_shared_free_slots(const pace_room_t *r, const config_pace_t *cfg, 
     return free;
 }
 
-static void pace_ring(pace_room_t *r)
+void pace_ring(pace_room_t *r)
 {
     if (r->bell)
         wakeup_ring(r->bell);
@@ -360,8 +372,8 @@ size_t pace_shared_plan(pace_room_t *r, const config_pace_t *cfg, const char *ga
     size_t blind = 0;
     for (pace_link_t *l = r->joining.head; l && blind < cfg->max_joining && n < out_cap; l = l->next) {
         const pace_node_t *j = pace_by_order(l);
-        if (!j->blind || pace_age(now_ms, j->admitted_ms) >= cfg->join_timeout_ms)
-            continue;
+        if (!j->blind || pace_shared_departed(r, cfg, &j->key, j->admitted_ms, now_ms))
+            continue;           /* left: another gate may have dropped it, as this one would */
         bool have = false;
         for (size_t i = 0; i < n && !have; i++)
             have = !memcmp(&out[i].key, &j->key, sizeof j->key);
@@ -443,17 +455,17 @@ uint32_t pace_shared_take_waiters(pace_room_t *r, pace_claim_t **out)
     return n;
 }
 
-bool pace_shared_pending(pace_room_t *r)
+bool pace_shared_pending(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms)
 {
     pthread_mutex_lock(&r->lock);
     bool any = false;
     for (uint32_t i = 0; i < r->n_claims && !any; i++)
         any = r->claims[i].state == PACE_CLAIM_PENDING;
     if (!any) {
-        line_mode_t mode = pace_line_mode(r, clock_coarse_ms());
         uint64_t unwritten = 0;
+        line_mode_t mode = pace_line_mode(r, cfg, now_ms);
         if (mode == LINE_SHARED || mode == LINE_SETTLE)
-            pace_shared_blind(r, &unwritten);
+            pace_shared_blind(r, cfg, now_ms, &unwritten);
         any = unwritten > 0;
     }
     pthread_mutex_unlock(&r->lock);

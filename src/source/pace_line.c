@@ -59,6 +59,12 @@ struct pace_line {
      * waits a jittered moment; PACE_LINE_ROUNDS of them and the room falls
      * back. */
     int rounds;
+    /* Updates that failed otherwise (an error status, no answer) in a
+     * row: the claims are dropped and the writer pauses after each;
+     * PACE_LINE_ROUNDS of them and the room falls back. One 503 blinded
+     * the gate for 5 s while its Leases watch was fine and the other
+     * gates claimed (found by a review: 8 of 6). */
+    int errors;
     bool backing_off;
     struct event *backoff_ev;
     unsigned seed;
@@ -349,6 +355,16 @@ static json_t *lease_body(const pace_line_t *l, const char *name, const char *ki
                      "metadata", "name", name, "namespace", l->cfg->pace.namespace, "labels", PACE_LINE_LABEL, kind);
 }
 
+/* The writer waits ms before it runs again. */
+static void writer_pause(pace_line_t *l, long ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    l->backing_off = true;
+    evtimer_add(l->backoff_ev, &tv);
+}
+
+/* The room falls back (PACE_WRITE_FALLBACK_MS); the writer runs again
+ * when that ends, to write what the room admitted blind meanwhile. */
 static void write_fail(pace_line_t *l, const char *why)
 {
     l->ops.written(l->arg, false);
@@ -356,6 +372,22 @@ static void write_fail(pace_line_t *l, const char *why)
     if (!l->failing)
         log_msg(LOG_WARN, "pace_line", "the shared line falls back to counting blind: %s", why);
     l->failing = true;
+    l->errors = 0;
+    writer_pause(l, PACE_WRITE_FALLBACK_MS + 50);
+}
+
+/* An update failed, not for a conflict: the claims go (their nodes claim
+ * again at their next retry) and the writer pauses 200-700 ms; only
+ * PACE_LINE_ROUNDS such failures in a row fall back. */
+static void write_error(pace_line_t *l, const char *why)
+{
+    if (++l->errors >= PACE_LINE_ROUNDS) {
+        write_fail(l, why);
+        return;
+    }
+    log_msg(LOG_WARN, "pace_line", "an update of the joining Lease failed (%d in a row): %s", l->errors, why);
+    l->ops.written(l->arg, false);
+    writer_pause(l, 200 + (long)(rand_r(&l->seed) % 500));
 }
 
 /* The joining Lease planned on as last read: PUT on its version, or
@@ -395,10 +427,10 @@ static bool write_joining(pace_line_t *l)
         json_object_set_new(md, "resourceVersion", json_string(rv));
         snprintf(target, sizeof target, "%s/%s", l->base_path, PACE_LINE_JOINING);
         l->counts.put++;
-        return writer_send(l, OP_WRITE, "PUT", target, body) || (write_fail(l, "cannot send the update"), false);
+        return writer_send(l, OP_WRITE, "PUT", target, body) || (write_error(l, "cannot send the update"), false);
     }
     l->counts.post++;
-    return writer_send(l, OP_WRITE, "POST", l->base_path, body) || (write_fail(l, "cannot send the create"), false);
+    return writer_send(l, OP_WRITE, "POST", l->base_path, body) || (write_error(l, "cannot send the create"), false);
 }
 
 static bool read_joining(pace_line_t *l)
@@ -537,7 +569,7 @@ static void on_done(void *arg, const kube_response_t *resp)
             if (write_joining(l))
                 return;
         } else {
-            write_fail(l, status_reason(resp, why, sizeof why));
+            write_error(l, status_reason(resp, why, sizeof why));
         }
         break;
     case OP_WRITE:
@@ -552,6 +584,7 @@ static void on_done(void *arg, const kube_response_t *resp)
             json_decref(o);
             l->ops.written(l->arg, true);
             l->rounds = 0;
+            l->errors = 0;
             if (l->failing) {
                 l->ops.failing(l->arg, NULL);
                 log_msg(LOG_INFO, "pace_line", "the shared line writes again");
@@ -569,16 +602,14 @@ static void on_done(void *arg, const kube_response_t *resp)
                 /* Other gates write as fast: the claims go (their nodes
                  * claim again at their next retry), a jittered pause. */
                 l->ops.written(l->arg, false);
-                struct timeval tv = {0, (long)(20000 + rand_r(&l->seed) % 100000)};
-                l->backing_off = true;
-                evtimer_add(l->backoff_ev, &tv);
+                writer_pause(l, 20 + (long)(rand_r(&l->seed) % 100));
             } else if (read_joining(l)) {
                 return;
             } else {
-                write_fail(l, "cannot read the joining Lease");
+                write_error(l, "cannot read the joining Lease");
             }
         } else {
-            write_fail(l, status_reason(resp, why, sizeof why));
+            write_error(l, status_reason(resp, why, sizeof why));
         }
         break;
     case OP_IDLE:

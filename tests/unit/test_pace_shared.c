@@ -109,7 +109,7 @@ Test(pace_shared, claims_in_flight_count_until_the_set_shows_them)
     cr_assert_eq(ask(&r, 2, 1000), PACE_CLAIM);
     cr_assert_eq(ask(&r, 3, 1000), PACE_BUDGET);
     cr_assert_eq(ask(&r, 1, 2000), PACE_CLAIM, "its claim is in flight");
-    cr_assert(pace_shared_pending(&r));
+    cr_assert(pace_shared_pending(&r, &cfg, 2000));
     /* the writer's plan takes both, one update */
     pace_line_entry_t out[8];
     size_t added;
@@ -118,7 +118,7 @@ Test(pace_shared, claims_in_flight_count_until_the_set_shows_them)
     cr_assert_eq(added, 2);
     cr_assert_str_eq(out[0].gate, "g1");
     pace_shared_written(&r, true, 3000);
-    cr_assert_not(pace_shared_pending(&r));
+    cr_assert_not(pace_shared_pending(&r, &cfg, 3000));
     cr_assert_eq(ask(&r, 3, 3500), PACE_BUDGET, "written, not shown yet: still counted");
     int j[] = {1, 2};
     uint64_t at[] = {3000, 3000};
@@ -269,7 +269,7 @@ Test(pace_shared, three_rooms_one_set_never_above_max_joining_under_conflicts)
             int g = (first + k) % ROOMS;
             char gate[8];
             snprintf(gate, sizeof gate, "g%d", g);
-            if (pace_shared_pending(&rooms[g]))
+            if (pace_shared_pending(&rooms[g], &cfg, now))
                 write_claims(&rooms[g], gate, &api, &cached[g], now, &conflicts);
             cr_assert_leq(live(&api, now), cfg.max_joining, "A <= M at %llu", (unsigned long long)now);
             for (size_t a = 0; a < api.n; a++)
@@ -409,11 +409,11 @@ Test(pace_shared, blind_admissions_are_written_and_the_room_settles_after_its_re
     cr_assert_eq(ask(&r, 1, 2000), PACE_ADMITTED);
     cr_assert_eq(ask(&r, 2, 2000), PACE_ADMITTED);
     cr_assert_eq(ask(&r, 3, 2000), PACE_BUDGET, "its share: floor(6 / 3) = 2");
-    cr_assert_not(pace_shared_pending(&r), "nothing to write while the Leases fail");
+    cr_assert_not(pace_shared_pending(&r, &cfg, 2000), "nothing to write while the Leases fail");
     /* the API is back: the set is as it was, without them */
     uint64_t back = 30000;
     pace_room_set_shared(&r, view(NULL, NULL, 0, NULL, 0), back);
-    cr_assert(pace_shared_pending(&r), "the blind admissions wait for a write");
+    cr_assert(pace_shared_pending(&r, &cfg, back), "the blind admissions wait for a write");
     cr_assert_eq(ask(&r, 3, back + 1000), PACE_BUDGET, "settling: still its share (0 + 3 x 2 = 6)");
     pace_report_t rep;
     cr_assert_eq(pace_report(&r, &cfg, back + 1000, false, &rep), 0);
@@ -431,7 +431,7 @@ Test(pace_shared, blind_admissions_are_written_and_the_room_settles_after_its_re
     int j[] = {1, 2};
     uint64_t at[] = {2000, 2000};
     pace_room_set_shared(&r, view(j, at, 2, NULL, 0), back + 2000);
-    cr_assert_not(pace_shared_pending(&r));
+    cr_assert_not(pace_shared_pending(&r, &cfg, back + 2000));
     cr_assert_eq(ask(&r, 3, back + 2000), PACE_BUDGET, "settling: 2 + 3 x 2 counted");
     cr_assert_eq(ask(&r, 3, back + PACE_SETTLE_MS), PACE_CLAIM, "settled: 2 of 6");
     pace_room_destroy(&r);
@@ -486,7 +486,7 @@ Test(pace_shared, three_rooms_through_an_outage_never_above_max_joining)
                 cached[g] = api;
                 pace_room_set_shared(&rooms[g], view_of(&api), now);
             }
-            if (!pace_shared_pending(&rooms[g]))
+            if (!pace_shared_pending(&rooms[g], &cfg, now))
                 continue;
             if (now >= down && !back) {
                 pace_line_entry_t out[64];
@@ -555,4 +555,251 @@ Test(pace_shared, a_plan_never_writes_past_the_room_it_was_given)
     cr_assert_eq(added, 4);
     free(out);
     pace_room_destroy(&r);
+}
+
+/* ---- holes a review found in the way back, each with its test --------- */
+
+#include <stdatomic.h>
+#include "core/clock.h"
+
+/* The nodes admitted (a node, once admitted, boots: it asks no more). */
+typedef struct admitted {
+    bool in[128];
+} admitted_t;
+
+static pace_cause_t ask_counted(admitted_t *a, pace_room_t *r, int i, uint64_t now)
+{
+    pace_cause_t c = ask(r, i, now);
+    if (c == PACE_ADMITTED)
+        a->in[i] = true;
+    return c;
+}
+
+static unsigned admitted_count(const admitted_t *a)
+{
+    unsigned n = 0;
+    for (int i = 0; i < 128; i++)
+        n += a->in[i];
+    return n;
+}
+
+/* The writer's update, on the Lease as it is now (no conflict). */
+static size_t write_now(pace_room_t *r, const char *gate, api_t *api, uint64_t now)
+{
+    pace_line_entry_t out[128];
+    size_t added;
+    size_t n = pace_shared_plan(r, &cfg, gate, api->e, api->n, (int64_t)now, now, out, 128, &added);
+    if (added) {
+        memcpy(api->e, out, n * sizeof *out);
+        api->n = n;
+        api->version++;
+    }
+    pace_shared_written(r, true, now);
+    return added;
+}
+
+/* A claim in flight when the API went failed, and its write's fallback
+ * ended 5 s later: the settle was taken from then (t0 + 15 s), so after
+ * a 20 s outage the first gate back claimed every slot at once: 10 of 6. */
+Test(pace_shared, a_claim_failed_as_the_api_went_does_not_skip_the_settle)
+{
+    cfg.max_joining = 6;
+    cfg.join_timeout_ms = 600000;
+    enum { ROOMS = 3 };
+    pace_room_t rooms[ROOMS];
+    api_t api = {.version = 1};
+    admitted_t a = {0};
+    uint64_t t0 = clock_coarse_ms();    /* pace_room_write_failing reads this clock */
+    cr_assert_gt(t0, 10000);
+    for (int g = 0; g < ROOMS; g++) {
+        shared_room(&rooms[g]);
+        pace_room_set_shared(&rooms[g], view_of(&api), t0 - 2000);
+    }
+    cr_assert_eq(ask(&rooms[0], 50, t0 - 1000), PACE_CLAIM);
+    for (int g = 0; g < ROOMS; g++)
+        pace_room_set_shared(&rooms[g], failing(view_of(&api)), t0);
+    pace_line_entry_t out[16];
+    size_t added;
+    pace_shared_plan(&rooms[0], &cfg, "g0", api.e, api.n, (int64_t)t0, t0, out, 16, &added);
+    pace_shared_written(&rooms[0], false, t0);
+    pace_room_write_failing(&rooms[0], "HTTP 503");
+    for (int g = 1; g < ROOMS; g++) {
+        cr_assert_eq(ask_counted(&a, &rooms[g], 2 * g - 1, t0 + 3000), PACE_ADMITTED);
+        cr_assert_eq(ask_counted(&a, &rooms[g], 2 * g, t0 + 3000), PACE_ADMITTED);
+    }
+    uint64_t up = t0 + 20000;
+    pace_room_set_shared(&rooms[0], view_of(&api), up);
+    for (int i = 10; i < 16; i++)
+        ask_counted(&a, &rooms[0], i, up);
+    write_now(&rooms[0], "g0", &api, up);
+    pace_room_set_shared(&rooms[0], view_of(&api), up + 500);
+    for (int i = 10; i < 16; i++)
+        ask_counted(&a, &rooms[0], i, up + 500);
+    for (int g = 1; g < ROOMS; g++) {
+        pace_room_set_shared(&rooms[g], view_of(&api), up + 1000);
+        if (pace_shared_pending(&rooms[g], &cfg, up + 1000))
+            write_now(&rooms[g], g == 1 ? "g1" : "g2", &api, up + 1000);
+    }
+    cr_assert_leq(admitted_count(&a), cfg.max_joining, "A = %u of 6", admitted_count(&a));
+    for (int g = 0; g < ROOMS; g++)
+        pace_room_destroy(&rooms[g]);
+}
+
+/* A gate restarted during an outage: its first list fails. It fell back
+ * on a set it never saw and admitted floor(6/3) on top of a full one
+ * (8 of 6); now it holds everyone (sync) until it lists, or until
+ * join_timeout has passed since it started (every entry of then has
+ * left: the Leases 403 from the start still falls back). */
+Test(pace_shared, a_gate_that_never_listed_admits_nobody_until_join_timeout)
+{
+    cfg.max_joining = 6;
+    cfg.join_timeout_ms = 600000;
+    pace_room_t r;
+    shared_room(&r);                     /* started now, on the real clock */
+    uint64_t t0 = clock_coarse_ms();
+    pace_shared_t *s = failing(view(NULL, NULL, 0, NULL, 0));
+    s->listed = false;
+    pace_room_set_shared(&r, s, t0);
+    for (int i = 10; i < 13; i++)
+        cr_assert_eq(ask(&r, i, t0 + 3000), PACE_SYNC);
+    cr_assert_eq(ask(&r, 10, t0 + cfg.join_timeout_ms), PACE_ADMITTED, "join_timeout since it started: blind");
+    cr_assert_eq(ask(&r, 11, t0 + cfg.join_timeout_ms), PACE_ADMITTED);
+    cr_assert_eq(ask(&r, 12, t0 + cfg.join_timeout_ms), PACE_BUDGET, "floor(6/3)");
+    pace_room_destroy(&r);
+}
+
+/* Blind admissions made while settling rang nobody: the writer runs on
+ * its bell or a change of the Lease, so two gates' 4 settle admissions
+ * stayed unwritten while the third, settled, saw the set empty and
+ * claimed 6: 10 of 6. */
+static bool rang(wakeup_t *w)
+{
+    bool c = atomic_load(&w->claimed);
+    if (c)
+        wakeup_consume(w);
+    return c;
+}
+
+Test(pace_shared, blind_admissions_while_settling_ring_the_writer)
+{
+    cfg.max_joining = 6;
+    cfg.join_timeout_ms = 600000;
+    enum { ROOMS = 3 };
+    pace_room_t rooms[ROOMS];
+    wakeup_t bell[ROOMS];
+    uint64_t seen_version[ROOMS];
+    bool kicked[ROOMS] = {0};           /* the Lease changed: the writer is kicked */
+    api_t api = {.version = 1};
+    admitted_t a = {0};
+    for (int g = 0; g < ROOMS; g++) {
+        cr_assert_eq(wakeup_init(&bell[g]), 0);
+        cr_assert_eq(pace_room_init(&rooms[g], 1000), 0);
+        pace_room_use_shared(&rooms[g], &bell[g]);
+        pace_room_set_shared(&rooms[g], view_of(&api), 1000);
+        pace_room_set_shared(&rooms[g], failing(view_of(&api)), 2000);
+        pace_room_set_shared(&rooms[g], view_of(&api), 3000);      /* all back together */
+        seen_version[g] = api.version;
+    }
+    for (uint64_t now = 3500; now <= 3000 + PACE_SETTLE_MS + 5000; now += 500) {
+        if (now == 4000) {
+            cr_assert_eq(ask_counted(&a, &rooms[0], 1, now), PACE_ADMITTED, "its settle share");
+            cr_assert_eq(ask_counted(&a, &rooms[0], 2, now), PACE_ADMITTED);
+            cr_assert_eq(ask_counted(&a, &rooms[1], 3, now), PACE_ADMITTED);
+            cr_assert_eq(ask_counted(&a, &rooms[1], 4, now), PACE_ADMITTED);
+        }
+        if (now >= 3000 + PACE_SETTLE_MS)
+            for (int i = 10; i < 16; i++)
+                ask_counted(&a, &rooms[2], i, now);
+        for (int g = 0; g < ROOMS; g++) {
+            bool woken = rang(&bell[g]) || kicked[g];
+            kicked[g] = false;
+            if (woken && pace_shared_pending(&rooms[g], &cfg, now))
+                write_now(&rooms[g], g == 0 ? "g0" : g == 1 ? "g1" : "g2", &api, now);
+        }
+        for (int g = 0; g < ROOMS; g++) {
+            kicked[g] = seen_version[g] != api.version;
+            seen_version[g] = api.version;
+            pace_room_set_shared(&rooms[g], view_of(&api), now);
+        }
+        cr_assert_leq(admitted_count(&a), cfg.max_joining, "A = %u of 6 at %llu", admitted_count(&a),
+                      (unsigned long long)now);
+    }
+    for (int g = 0; g < ROOMS; g++) {
+        pace_room_destroy(&rooms[g]);
+        wakeup_close(&bell[g]);
+    }
+}
+
+/* A gate whose list hung (30 s at most) came back 11 s after the others,
+ * who had settled in 10 s and claimed: 8 of 6. The settle covers the
+ * slowest return (PACE_SETTLE_MS). */
+Test(pace_shared, a_gate_back_later_than_the_others_is_within_their_settle)
+{
+    cfg.max_joining = 6;
+    cfg.join_timeout_ms = 600000;
+    enum { ROOMS = 3 };
+    pace_room_t rooms[ROOMS];
+    api_t api = {.version = 1};
+    admitted_t a = {0};
+    for (int g = 0; g < ROOMS; g++) {
+        shared_room(&rooms[g]);
+        pace_room_set_shared(&rooms[g], view_of(&api), 1000);
+        pace_room_set_shared(&rooms[g], failing(view_of(&api)), 2000);
+    }
+    for (int g = 0; g < ROOMS; g++) {
+        cr_assert_eq(ask_counted(&a, &rooms[g], 1 + 2 * g, 3000), PACE_ADMITTED);
+        cr_assert_eq(ask_counted(&a, &rooms[g], 2 + 2 * g, 3000), PACE_ADMITTED);
+    }
+    for (int g = 0; g < 2; g++) {
+        pace_room_set_shared(&rooms[g], view_of(&api), 30000);
+        write_now(&rooms[g], g ? "g1" : "g0", &api, 30000);
+    }
+    for (int g = 0; g < 2; g++)
+        pace_room_set_shared(&rooms[g], view_of(&api), 30500);
+    uint64_t late = 30000 + 42000;      /* a list hung 30 s, a write in flight 10 s, a backoff 2 s */
+    for (int i = 20; i < 24; i++)
+        ask_counted(&a, &rooms[0], i, late - 1000);
+    write_now(&rooms[0], "g0", &api, late - 1000);
+    pace_room_set_shared(&rooms[0], view_of(&api), late - 500);
+    for (int i = 20; i < 24; i++)
+        ask_counted(&a, &rooms[0], i, late - 500);
+    pace_room_set_shared(&rooms[2], view_of(&api), late);
+    write_now(&rooms[2], "g2", &api, late);
+    cr_assert_leq(admitted_count(&a), cfg.max_joining, "A = %u of 6", admitted_count(&a));
+    for (int g = 0; g < ROOMS; g++)
+        pace_room_destroy(&rooms[g]);
+}
+
+/* Its own claim, written (200) and not delivered by the watch when the
+ * API went, is in the set the others will see: the fallback counts it
+ * (it did not: 7 of 6). */
+Test(pace_shared, the_fallback_counts_its_own_claims_the_set_does_not_show)
+{
+    cfg.max_joining = 6;
+    cfg.join_timeout_ms = 600000;
+    enum { ROOMS = 3 };
+    pace_room_t rooms[ROOMS];
+    api_t api = {.version = 1};
+    admitted_t a = {0};
+    for (int g = 0; g < ROOMS; g++) {
+        shared_room(&rooms[g]);
+        pace_room_set_shared(&rooms[g], view_of(&api), 1000);
+    }
+    cr_assert_eq(ask(&rooms[0], 50, 1500), PACE_CLAIM);
+    write_now(&rooms[0], "g0", &api, 1500);
+    api_t before = {.version = 1};
+    for (int g = 0; g < ROOMS; g++)
+        pace_room_set_shared(&rooms[g], failing(view_of(&before)), 2000);
+    for (int g = 0; g < ROOMS; g++)
+        for (int i = 0; i < 3; i++)
+            ask_counted(&a, &rooms[g], 10 * (g + 1) + i, 20000);
+    for (int g = 0; g < ROOMS; g++) {
+        pace_room_set_shared(&rooms[g], view_of(&api), 30000);
+        write_now(&rooms[g], g == 0 ? "g0" : g == 1 ? "g1" : "g2", &api, 30000);
+        pace_room_set_shared(&rooms[g], view_of(&api), 30000);
+    }
+    ask_counted(&a, &rooms[1], 50, 30500);
+    cr_assert_leq(admitted_count(&a), cfg.max_joining, "A = %u of 6", admitted_count(&a));
+    for (int g = 0; g < ROOMS; g++)
+        pace_room_destroy(&rooms[g]);
 }
