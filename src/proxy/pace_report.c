@@ -81,7 +81,8 @@ int pace_report(pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms, bool 
                  (unsigned long long)pace_settle_left(r, now_ms));
     } else if (mode == LINE_SYNC) {
         snprintf(st->line_why, sizeof st->line_why,
-                 "the shared line's Leases have not been listed since the gate started: every node waits (sync)");
+                 "the shared line's Leases have not been listed since the gate started: every node waits (sync)%s%.150s",
+                 r->shared && r->shared->failing ? "; " : "", r->shared && r->shared->failing ? r->shared->why : "");
         st->free = 0;
     } else if (mode == LINE_FALLBACK) {
         snprintf(st->line_why, sizeof st->line_why, "%s",
