@@ -222,14 +222,27 @@ static pace_shared_t *view_of(const api_t *api)
     return s;
 }
 
-/* n rooms on the shared line, each having listed the empty set api. */
-static void rooms_on_one_set(pace_room_t *rooms, int n, const api_t *api, api_t *cached)
+/* n rooms on the shared line, each having listed api at the time at. */
+static void rooms_listed(pace_room_t *rooms, int n, const api_t *api, uint64_t at)
 {
     for (int g = 0; g < n; g++) {
         shared_room(&rooms[g]);
-        pace_room_set_shared(&rooms[g], view_of(api), 0);
-        cached[g] = *api;
+        pace_room_set_shared(&rooms[g], view_of(api), at);
     }
+}
+
+/* n rooms on the shared line, each having listed the empty set api. */
+static void rooms_on_one_set(pace_room_t *rooms, int n, const api_t *api, api_t *cached)
+{
+    rooms_listed(rooms, n, api, 0);
+    for (int g = 0; g < n; g++)
+        cached[g] = *api;
+}
+
+static const char *gate_name(int g)
+{
+    static const char *const names[] = {"g0", "g1", "g2"};
+    return names[g];
 }
 
 static size_t live(const api_t *api, uint64_t now)
@@ -611,10 +624,7 @@ Test(pace_shared, a_claim_failed_as_the_api_went_does_not_skip_the_settle)
     admitted_t a = {0};
     uint64_t t0 = clock_coarse_ms();    /* pace_room_write_failing reads this clock */
     cr_assert_gt(t0, 10000);
-    for (int g = 0; g < ROOMS; g++) {
-        shared_room(&rooms[g]);
-        pace_room_set_shared(&rooms[g], view_of(&api), t0 - 2000);
-    }
+    rooms_listed(rooms, ROOMS, &api, t0 - 2000);
     cr_assert_eq(ask(&rooms[0], 50, t0 - 1000), PACE_CLAIM);
     for (int g = 0; g < ROOMS; g++)
         pace_room_set_shared(&rooms[g], failing(view_of(&api)), t0);
@@ -638,7 +648,7 @@ Test(pace_shared, a_claim_failed_as_the_api_went_does_not_skip_the_settle)
     for (int g = 1; g < ROOMS; g++) {
         pace_room_set_shared(&rooms[g], view_of(&api), up + 1000);
         if (pace_shared_pending(&rooms[g], &cfg, up + 1000))
-            write_now(&rooms[g], g == 1 ? "g1" : "g2", &api, up + 1000);
+            write_now(&rooms[g], gate_name(g), &api, up + 1000);
     }
     cr_assert_leq(admitted_count(&a), cfg.max_joining, "A = %u of 6", admitted_count(&a));
     for (int g = 0; g < ROOMS; g++)
@@ -714,7 +724,7 @@ Test(pace_shared, blind_admissions_while_settling_ring_the_writer)
             bool woken = rang(&bell[g]) || kicked[g];
             kicked[g] = false;
             if (woken && pace_shared_pending(&rooms[g], &cfg, now))
-                write_now(&rooms[g], g == 0 ? "g0" : g == 1 ? "g1" : "g2", &api, now);
+                write_now(&rooms[g], gate_name(g), &api, now);
         }
         for (int g = 0; g < ROOMS; g++) {
             kicked[g] = seen_version[g] != api.version;
@@ -741,18 +751,16 @@ Test(pace_shared, a_gate_back_later_than_the_others_is_within_their_settle)
     pace_room_t rooms[ROOMS];
     api_t api = {.version = 1};
     admitted_t a = {0};
-    for (int g = 0; g < ROOMS; g++) {
-        shared_room(&rooms[g]);
-        pace_room_set_shared(&rooms[g], view_of(&api), 1000);
+    rooms_listed(rooms, ROOMS, &api, 1000);
+    for (int g = 0; g < ROOMS; g++)
         pace_room_set_shared(&rooms[g], failing(view_of(&api)), 2000);
-    }
     for (int g = 0; g < ROOMS; g++) {
         cr_assert_eq(ask_counted(&a, &rooms[g], 1 + 2 * g, 3000), PACE_ADMITTED);
         cr_assert_eq(ask_counted(&a, &rooms[g], 2 + 2 * g, 3000), PACE_ADMITTED);
     }
     for (int g = 0; g < 2; g++) {
         pace_room_set_shared(&rooms[g], view_of(&api), 30000);
-        write_now(&rooms[g], g ? "g1" : "g0", &api, 30000);
+        write_now(&rooms[g], gate_name(g), &api, 30000);
     }
     for (int g = 0; g < 2; g++)
         pace_room_set_shared(&rooms[g], view_of(&api), 30500);
@@ -781,10 +789,7 @@ Test(pace_shared, the_fallback_counts_its_own_claims_the_set_does_not_show)
     pace_room_t rooms[ROOMS];
     api_t api = {.version = 1};
     admitted_t a = {0};
-    for (int g = 0; g < ROOMS; g++) {
-        shared_room(&rooms[g]);
-        pace_room_set_shared(&rooms[g], view_of(&api), 1000);
-    }
+    rooms_listed(rooms, ROOMS, &api, 1000);
     cr_assert_eq(ask(&rooms[0], 50, 1500), PACE_CLAIM);
     write_now(&rooms[0], "g0", &api, 1500);
     api_t before = {.version = 1};
@@ -795,7 +800,7 @@ Test(pace_shared, the_fallback_counts_its_own_claims_the_set_does_not_show)
             ask_counted(&a, &rooms[g], 10 * (g + 1) + i, 20000);
     for (int g = 0; g < ROOMS; g++) {
         pace_room_set_shared(&rooms[g], view_of(&api), 30000);
-        write_now(&rooms[g], g == 0 ? "g0" : g == 1 ? "g1" : "g2", &api, 30000);
+        write_now(&rooms[g], gate_name(g), &api, 30000);
         pace_room_set_shared(&rooms[g], view_of(&api), 30000);
     }
     ask_counted(&a, &rooms[1], 50, 30500);
