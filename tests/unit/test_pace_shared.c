@@ -837,12 +837,12 @@ Test(pace_shared, a_lost_claim_keeps_its_place_in_the_shared_line)
     cr_assert_eq(n, 2, "the lost claims enter the line");
     for (uint32_t i = 0; i < n; i++)
         cr_assert(w[i].wall == claimed[0] || w[i].wall == claimed[1], "at the time they were claimed");
+    free(w);
     int full[] = {8, 9};
     uint64_t at[] = {1000, 1000};
     pace_room_set_shared(&r, view(full, at, 2, NULL, 0), 1600);
     cr_assert_eq(ask(&r, 1, 1600), PACE_BUDGET);
     cr_assert_eq(pace_shared_take_waiters(&r, &w), 0, "its next ask does not queue it again, later");
-    free(w);
     /* an update that fails: the same */
     cfg.max_joining = 4;
     pace_room_set_shared(&r, view(NULL, NULL, 0, NULL, 0), 2000);
