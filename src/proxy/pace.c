@@ -598,8 +598,10 @@ pace_decision_t pace_decide(pace_room_t *r, const config_pace_t *cfg, const stru
         d.cause = PACE_TURN;
     else if (!(n = pace_admit(r, n, &k, pool, now_ms)))
         d.cause = PACE_ROOM;            /* out of memory: it cannot be counted, so it waits */
-    else if ((n->blind = r->line_api))
-        pace_ring(r);                   /* the fallback's: the writer adds it to the set */
+    else if (r->line_api) {
+        n->blind = true;                /* the fallback's: the writer adds it to the set */
+        pace_ring(r);
+    }
     if (d.cause != PACE_ADMITTED) {
         if (n) {
             pace_touch(r, n, pool, now_ms);

@@ -189,17 +189,22 @@ static uint64_t pace_shared_live_entries(const pace_room_t *r, const config_pace
     return live;
 }
 
-/* This gate's blind admissions that have not left (still joining, not
- * seen Ready by the view: the rule the set's entries follow), and of
- * them those the set does not show (*unwritten). */
+/* j, joining, is a blind admission of this gate that has not left (by
+ * the rule the set's entries follow: Ready seen, or join_timeout). */
+static bool pace_blind_joining(const pace_room_t *r, const config_pace_t *cfg, const pace_node_t *j, uint64_t now_ms)
+{
+    return j->blind && !pace_shared_departed(r, cfg, &j->key, j->admitted_ms, now_ms);
+}
+
+/* This gate's blind admissions that have not left, and of them those the
+ * set does not show (*unwritten). */
 static uint64_t pace_shared_blind(const pace_room_t *r, const config_pace_t *cfg, uint64_t now_ms,
                                   uint64_t *unwritten)
 {
     uint64_t n = 0;
     *unwritten = 0;
-    for (const pace_link_t *l = r->joining.head; l; l = l->next) {
-        const pace_node_t *j = (const pace_node_t *)((const char *)l - offsetof(pace_node_t, order));
-        if (!j->blind || pace_shared_departed(r, cfg, &j->key, j->admitted_ms, now_ms))
+    for (const pace_node_t *j = pace_by_order(r->joining.head); j; j = pace_by_order(j->order.next)) {
+        if (!pace_blind_joining(r, cfg, j, now_ms))
             continue;
         n++;
         *unwritten += !pace_shared_find(r->shared, &j->key);
@@ -389,9 +394,9 @@ size_t pace_shared_plan(pace_room_t *r, const config_pace_t *cfg, const char *ga
      * gates must count them (else, back on the line, they see the slots
      * free and fill them again). */
     size_t blind = 0;
-    for (pace_link_t *l = r->joining.head; l && blind < cfg->max_joining && n < out_cap; l = l->next) {
-        const pace_node_t *j = pace_by_order(l);
-        if (!j->blind || pace_shared_departed(r, cfg, &j->key, j->admitted_ms, now_ms))
+    for (const pace_node_t *j = pace_by_order(r->joining.head); j && blind < cfg->max_joining && n < out_cap;
+         j = pace_by_order(j->order.next)) {
+        if (!pace_blind_joining(r, cfg, j, now_ms))
             continue;           /* left: another gate may have dropped it, as this one would */
         bool have = false;
         for (size_t i = 0; i < n && !have; i++)

@@ -575,6 +575,13 @@ Test(pace_shared, a_plan_never_writes_past_the_room_it_was_given)
 #include <stdatomic.h>
 #include "core/clock.h"
 
+/* M 6 (3 replicas), and no slot times out within a test. */
+static void six_slots_no_timeout(void)
+{
+    cfg.max_joining = 6;
+    cfg.join_timeout_ms = 600000;
+}
+
 /* The nodes admitted (a node, once admitted, boots: it asks no more). */
 typedef struct admitted {
     bool in[128];
@@ -616,8 +623,7 @@ static size_t write_now(pace_room_t *r, const char *gate, api_t *api, uint64_t n
  * a 20 s outage the first gate back claimed every slot at once: 10 of 6. */
 Test(pace_shared, a_claim_failed_as_the_api_went_does_not_skip_the_settle)
 {
-    cfg.max_joining = 6;
-    cfg.join_timeout_ms = 600000;
+    six_slots_no_timeout();
     enum { ROOMS = 3 };
     pace_room_t rooms[ROOMS];
     api_t api = {.version = 1};
@@ -662,8 +668,7 @@ Test(pace_shared, a_claim_failed_as_the_api_went_does_not_skip_the_settle)
  * left: the Leases 403 from the start still falls back). */
 Test(pace_shared, a_gate_that_never_listed_admits_nobody_until_join_timeout)
 {
-    cfg.max_joining = 6;
-    cfg.join_timeout_ms = 600000;
+    six_slots_no_timeout();
     pace_room_t r;
     shared_room(&r);                     /* started now, on the real clock */
     uint64_t t0 = clock_coarse_ms();
@@ -692,8 +697,7 @@ static bool rang(wakeup_t *w)
 
 Test(pace_shared, blind_admissions_while_settling_ring_the_writer)
 {
-    cfg.max_joining = 6;
-    cfg.join_timeout_ms = 600000;
+    six_slots_no_timeout();
     enum { ROOMS = 3 };
     pace_room_t rooms[ROOMS];
     wakeup_t bell[ROOMS];
@@ -745,8 +749,7 @@ Test(pace_shared, blind_admissions_while_settling_ring_the_writer)
  * slowest return (PACE_SETTLE_MS). */
 Test(pace_shared, a_gate_back_later_than_the_others_is_within_their_settle)
 {
-    cfg.max_joining = 6;
-    cfg.join_timeout_ms = 600000;
+    six_slots_no_timeout();
     enum { ROOMS = 3 };
     pace_room_t rooms[ROOMS];
     api_t api = {.version = 1};
@@ -783,8 +786,7 @@ Test(pace_shared, a_gate_back_later_than_the_others_is_within_their_settle)
  * (it did not: 7 of 6). */
 Test(pace_shared, the_fallback_counts_its_own_claims_the_set_does_not_show)
 {
-    cfg.max_joining = 6;
-    cfg.join_timeout_ms = 600000;
+    six_slots_no_timeout();
     enum { ROOMS = 3 };
     pace_room_t rooms[ROOMS];
     api_t api = {.version = 1};
